@@ -1,0 +1,23 @@
+.DEFAULT_GOAL := help
+VENV := .venv
+BIN := $(CURDIR)/$(VENV)/bin
+export PATH := $(BIN):$(PATH)
+
+.PHONY: help install demo test
+
+help: ## Show the targets
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+$(VENV)/.installed: requirements.txt
+	python3 -m venv $(VENV)
+	$(BIN)/pip install -q uv
+	$(BIN)/uv pip install -q --python $(BIN)/python -r requirements.txt
+	touch $@
+
+install: $(VENV)/.installed ## Create .venv with cookiecutter and the test tools
+
+demo: install ## Bake the default service into demo/, serve it on a throwaway PostgreSQL, show it answering
+	$(BIN)/python scripts/demo.py
+
+test: install ## Run the template's tests: bake variants, lint them, run their suites on PostgreSQL
+	$(BIN)/pytest tests

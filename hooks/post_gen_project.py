@@ -1,0 +1,44 @@
+"""Finish the baked project: lock dependencies when uv is present and print the next steps."""
+
+import shutil
+import subprocess
+import sys
+
+SLUG = "{{ cookiecutter.project_slug }}"
+LOCK = "{{ cookiecutter.lock_dependencies }}" == "yes"
+
+
+def lock_dependencies() -> str:
+    uv = shutil.which("uv")
+    if uv is None:
+        return "uv not found: skipped uv.lock (pip install -e '.[dev]' works without it)"
+    result = subprocess.run([uv, "lock", "--quiet"], capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        # A lock is a convenience, not a requirement of the bake: say why it is missing.
+        return f"uv lock failed, no uv.lock written: {result.stderr.strip().splitlines()[-1:]}"
+    return "uv.lock written"
+
+
+def format_sources() -> None:
+    """Names chosen at bake time change line lengths: let ruff lay the code out once, here."""
+    ruff = shutil.which("ruff")
+    if ruff is None:
+        print("ruff not found: run `make fmt` once after `make install`")
+        return
+    subprocess.run([ruff, "check", "--fix-only", "--quiet", "."], check=False)
+    subprocess.run([ruff, "format", "--quiet", "."], check=False)
+
+
+def main() -> int:
+    format_sources()
+    status = lock_dependencies() if LOCK else "lock_dependencies=no: uv.lock not written"
+    print(f"Baked {SLUG} ({status}). Next steps:")
+    print(f"  cd {SLUG}")
+    print("  make install   # virtualenv with the service and its dev tools")
+    print("  make dev       # throwaway PostgreSQL, migrations, server with reload on :8000")
+    print("  make test      # the test suite on a real PostgreSQL")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

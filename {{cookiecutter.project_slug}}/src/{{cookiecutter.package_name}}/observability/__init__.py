@@ -1,0 +1,1 @@
+"""Logging, metrics and request ids, as pure ASGI middleware."""

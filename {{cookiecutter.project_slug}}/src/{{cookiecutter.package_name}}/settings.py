@@ -1,0 +1,60 @@
+"""The one Settings class: read from the environment once, at start-up, and passed down."""
+
+from typing import Literal, Self
+
+from pydantic import Field, PostgresDsn, ValidationError, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """Every knob of the service; each field is read from the environment variable of its name."""
+
+    model_config = SettingsConfigDict(frozen=True, extra="ignore")
+
+    app_env: Literal["dev", "test", "prod"] = Field(
+        "prod", description="dev relaxes DATABASE_URL and renders logs for the console."
+    )
+    database_url: PostgresDsn | None = Field(
+        None, description="postgresql://user:password@host:port/db; required outside dev."
+    )
+    host: str = Field("127.0.0.1", description="Interface to bind; 0.0.0.0 in a container.")
+    port: int = Field(8000, ge=1, le=65535, description="TCP port to listen on.")
+    log_level: Literal["debug", "info", "warning", "error"] = Field(
+        "info", description="Minimum level of log lines written."
+    )
+    pool_min_size: int = Field(
+        4, ge=0, le=1000, description="Connections opened at start-up and kept warm."
+    )
+    pool_max_size: int = Field(
+        8, ge=1, le=1000, description="Pool ceiling; replicas x this = database connections."
+    )
+    pool_acquire_timeout: float = Field(
+        2.0, gt=0, le=60, description="Seconds a request waits for a connection before a 503."
+    )
+    statement_timeout_ms: int = Field(
+        5000, ge=0, le=600_000, description="PostgreSQL statement_timeout per connection; 0 = off."
+    )
+
+    @model_validator(mode="after")
+    def _check_consistency(self) -> Self:
+        if self.pool_min_size > self.pool_max_size:
+            raise ValueError("POOL_MIN_SIZE must not exceed POOL_MAX_SIZE")
+        if self.database_url is None and self.app_env != "dev":
+            raise ValueError("DATABASE_URL is required unless APP_ENV=dev")
+        return self
+
+    @property
+    def dsn(self) -> str:
+        if self.database_url is None:
+            raise RuntimeError("DATABASE_URL is not set")
+        return str(self.database_url)
+
+
+def describe_error(error: ValidationError) -> str:
+    """One line naming each bad variable, for a process that must refuse to start."""
+    parts = []
+    for item in error.errors():
+        variable = "_".join(str(part) for part in item["loc"]).upper() or "SETTINGS"
+        message = item["msg"].removeprefix("Value error, ")
+        parts.append(f"{variable}: {message}" if item["loc"] else message)
+    return "invalid configuration: " + "; ".join(parts)

@@ -1,0 +1,1 @@
+"""The {{ cookiecutter.resource_plural }} resource: routes -> repository -> sql."""

@@ -1,0 +1,77 @@
+"""The {{ cookiecutter.resource }} contract: what clients may send and what they get back."""
+
+from datetime import datetime
+from typing import Annotated, Self
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
+_C0_CONTROLS = {chr(code) for code in range(32)} | {"\x7f"}
+
+
+def _no_control_characters(value: str) -> str:
+    if any(char in _C0_CONTROLS for char in value):
+        raise ValueError("must not contain control characters")
+    return value
+
+
+def _no_nul_or_stray_controls(value: str) -> str:
+    # Tabs and newlines are text; NUL cannot be stored by PostgreSQL and the rest is noise.
+    if any(char in _C0_CONTROLS - {"\t", "\n", "\r"} for char in value):
+        raise ValueError("must not contain NUL or control characters other than tab and newline")
+    return value
+
+
+Name = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_no_control_characters)]
+Description = Annotated[str, Field(max_length=2000), AfterValidator(_no_nul_or_stray_controls)]
+PriceCents = Annotated[int, Field(ge=0, le=INT64_MAX)]
+Quantity = Annotated[int, Field(ge=0, le=INT32_MAX)]
+
+# Strict: "12" is not a number and 1.0 is not an integer; unknown fields are an error, not noise.
+_INPUT = ConfigDict(extra="forbid", strict=True)
+
+
+class {{ cookiecutter.__resource_class }}Create(BaseModel):
+    model_config = _INPUT
+
+    name: Name
+    description: Description | None = None
+    price_cents: PriceCents
+    quantity: Quantity = 0
+
+
+class {{ cookiecutter.__resource_class }}Update(BaseModel):
+    """Partial update: omitted fields keep their value; only description may be set to null."""
+
+    model_config = _INPUT
+
+    name: Name | None = None
+    description: Description | None = None
+    price_cents: PriceCents | None = None
+    quantity: Quantity | None = None
+
+    @model_validator(mode="after")
+    def _reject_null_for_required_fields(self) -> Self:
+        for field in ("name", "price_cents", "quantity"):
+            if field in self.model_fields_set and getattr(self, field) is None:
+                raise ValueError(f"{field} may be omitted but not null")
+        return self
+
+
+class {{ cookiecutter.__resource_class }}(BaseModel):
+    id: int = Field(description="Read-only, int64.")
+    name: str
+    description: str | None
+    price_cents: int
+    quantity: int
+    created_at: datetime = Field(description="Read-only, RFC 3339.")
+    updated_at: datetime = Field(description="Read-only, RFC 3339.")
+    version: int = Field(description="Read-only; +1 per update; the ETag.")
+
+
+class {{ cookiecutter.__resource_class }}Page(BaseModel):
+    data: list[{{ cookiecutter.__resource_class }}]
+    next_after: int | None = Field(description="Pass as ?after= for the next page; null at the end.")
+
+

@@ -1,0 +1,115 @@
+"""Fixtures on a real PostgreSQL: DATABASE_URL when set, else a throwaway server for the session.
+
+Each session gets a database of its own, migrated by alembic, so that several test runs can share
+one server.
+"""
+
+import asyncio
+import os
+import secrets
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import asyncpg
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from {{ cookiecutter.package_name }}.app import create_app
+from {{ cookiecutter.package_name }}.devdb import ThrowawayPostgres, free_port
+from {{ cookiecutter.package_name }}.settings import Settings
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+
+
+def with_database(url: str, name: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path=f"/{name}"))
+
+
+async def _execute(url: str, statement: str) -> None:
+    connection = await asyncpg.connect(url)
+    try:
+        await connection.execute(statement)
+    finally:
+        await connection.close()
+
+
+@pytest.fixture(scope="session")
+def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    url = os.environ.get("DATABASE_URL")
+    if url:
+        yield url
+        return
+    with ThrowawayPostgres(tmp_path_factory.mktemp("postgres") / "data") as server:
+        yield server.url
+
+
+@pytest.fixture(scope="session")
+def database_url(server_url: str) -> Iterator[str]:
+    name = f"test_{{ cookiecutter.package_name }}_{secrets.token_hex(4)}"
+    asyncio.run(_execute(server_url, f'CREATE DATABASE "{name}"'))
+    url = with_database(server_url, name)
+    subprocess.run(
+        [sys.executable, "-m", "alembic", "upgrade", "head"],
+        cwd=PROJECT_ROOT,
+        env={**os.environ, "DATABASE_URL": url},
+        check=True,
+        capture_output=True,
+    )
+    yield url
+    asyncio.run(_execute(server_url, f'DROP DATABASE "{name}" WITH (FORCE)'))
+
+
+@pytest.fixture(scope="session")
+def settings(database_url: str) -> Settings:
+    return Settings(database_url=database_url, app_env="test", pool_min_size=2, pool_max_size=10)
+
+
+@pytest.fixture(scope="session")
+async def app(settings: Settings) -> AsyncIterator[FastAPI]:
+    application = create_app(settings)
+    async with application.router.lifespan_context(application):
+        yield application
+
+
+@pytest.fixture(scope="session")
+async def client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
+        yield http
+
+
+@pytest.fixture(scope="session")
+def served_url(database_url: str) -> Iterator[str]:
+    """The real server process (`python -m {{ cookiecutter.package_name }}`) on a free TCP port."""
+    port = free_port()
+    env = {**os.environ, "DATABASE_URL": database_url, "PORT": str(port), "HOST": "127.0.0.1"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "{{ cookiecutter.package_name }}"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
+                break
+        except httpx.TransportError:
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            _, stderr = process.communicate()
+            raise RuntimeError(f"server did not start: {stderr.decode()[-2000:]}")
+        time.sleep(0.05)  # polling a process that is starting: there is no event to wait on
+    yield base
+    process.terminate()
+    process.wait(timeout=30)
+    assert process.stderr is not None
+    process.stderr.close()
