@@ -12,6 +12,7 @@ $(VENV)/.installed: requirements.txt
 	python3 -m venv $(VENV)
 	$(BIN)/pip install -q uv
 	$(BIN)/uv pip install -q --python $(BIN)/python -r requirements.txt
+	$(BIN)/pip install -q --ignore-requires-python helm-sdkpy
 	touch $@
 
 install: $(VENV)/.installed ## Create .venv with cookiecutter and the test tools

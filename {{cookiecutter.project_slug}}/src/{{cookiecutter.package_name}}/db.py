@@ -33,6 +33,9 @@ class Database:
             min_size=settings.pool_min_size,
             max_size=settings.pool_max_size,
             timeout=settings.pool_acquire_timeout,
+            # 0 behind PgBouncer transaction pooling: a named statement prepared on one server
+            # connection is missing on the next (PgBouncer < 1.21 does not track them).
+            statement_cache_size=settings.statement_cache_size,
             server_settings={
                 "application_name": application_name,
                 "statement_timeout": str(settings.statement_timeout_ms),

@@ -34,6 +34,13 @@ class Settings(BaseSettings):
     statement_timeout_ms: int = Field(
         5000, ge=0, le=600_000, description="PostgreSQL statement_timeout per connection; 0 = off."
     )
+    statement_cache_size: int = Field(
+        100,
+        ge=0,
+        le=10_000,
+        description="asyncpg prepared statements cached per connection; 0 behind PgBouncer "
+        "in transaction pooling, where the next transaction may run on another server connection.",
+    )
 
     @model_validator(mode="after")
     def _check_consistency(self) -> Self:
