@@ -11,6 +11,7 @@ from .{{ cookiecutter.resource_plural }} import routes as {{ cookiecutter.resour
 from .db import Database
 from .errors import install_error_handlers
 from .observability.logging import configure_logging
+from .security import SecurityHeadersMiddleware
 from .settings import Settings
 
 APPLICATION_NAME = "{{ cookiecutter.project_slug }}"
@@ -41,4 +42,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
     app.include_router(health.router)
     app.include_router({{ cookiecutter.resource_plural }}.router)
+    app.add_middleware(SecurityHeadersMiddleware)  # added last = outermost: on every response
     return app

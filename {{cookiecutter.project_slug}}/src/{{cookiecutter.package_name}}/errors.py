@@ -50,6 +50,22 @@ def _field_name(location: tuple[int | str, ...]) -> str:
     return ".".join(parts)
 
 
+def _is_json(content_type: str | None) -> bool:
+    media_type = (content_type or "").partition(";")[0].strip().lower()
+    return media_type == "application/json" or (
+        media_type.startswith("application/") and media_type.endswith("+json")
+    )
+
+
+def _body_of_unsupported_type(request: Request, errors: list[dict[str, Any]]) -> bool:
+    # FastAPI parses a body as JSON only when Content-Type says JSON; any other type reaches the
+    # model as raw bytes and fails as "not an object". That is a 415, not a field error.
+    return not _is_json(request.headers.get("content-type")) and any(
+        error["location"] == ["body"] and error["type"] == "model_attributes_type"
+        for error in errors
+    )
+
+
 async def _validation_error(request: Request, exc: Exception) -> ProblemResponse:
     assert isinstance(exc, RequestValidationError)
     errors = [
@@ -63,12 +79,17 @@ async def _validation_error(request: Request, exc: Exception) -> ProblemResponse
     ]
     if any(error["type"] == "json_invalid" for error in errors):
         return problem(400, "The request body is not valid JSON.", errors=errors)
+    if _body_of_unsupported_type(request, errors):
+        return problem(415, "The request body must be JSON: send Content-Type: application/json.")
     fields = ", ".join(dict.fromkeys(error["field"] for error in errors))
     return problem(422, f"Invalid request: {fields}.", errors=errors)
 
 
 async def _http_error(request: Request, exc: Exception) -> ProblemResponse:
     assert isinstance(exc, StarletteHTTPException)
+    if isinstance(exc.__cause__, UnicodeDecodeError):
+        # FastAPI raises a bare "error parsing the body" from the decoder's error; name it.
+        return problem(400, "The request body is not valid UTF-8.")
     detail = exc.detail if isinstance(exc.detail, str) else HTTPStatus(exc.status_code).description
     return problem(exc.status_code, detail, headers=dict(exc.headers) if exc.headers else None)
 
@@ -89,6 +110,22 @@ async def _database_unavailable(request: Request, exc: Exception) -> ProblemResp
     )
 
 
+async def _statement_timeout(request: Request, exc: Exception) -> ProblemResponse:
+    # PostgreSQL cancelled the statement at STATEMENT_TIMEOUT_MS; the connection stays usable.
+    logger.warning("statement_timeout", error=type(exc).__name__)
+    return problem(
+        503,
+        "The database did not answer within the statement timeout; retry shortly.",
+        headers={"Retry-After": RETRY_AFTER_SECONDS},
+    )
+
+
+async def _out_of_range(request: Request, exc: Exception) -> ProblemResponse:
+    # Defence in depth: validation mirrors the column types, so this means a value slipped past it.
+    logger.warning("data_error", error=type(exc).__name__)
+    return problem(422, "A value is outside what the database can store.")
+
+
 async def _conflict(request: Request, exc: Exception) -> ProblemResponse:
     # The one place a constraint violation becomes a client-facing answer.
     return problem(409, "The request conflicts with the current state of the resource.")
@@ -104,14 +141,15 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(ProblemError, _problem_error)
     app.add_exception_handler(asyncpg.IntegrityConstraintViolationError, _conflict)
+    app.add_exception_handler(asyncpg.DataError, _out_of_range)
+    app.add_exception_handler(asyncpg.QueryCanceledError, _statement_timeout)
     for unavailable in (
         TimeoutError,  # pool.acquire(timeout=...) and connect timeouts
         OSError,  # connection refused while the pool reconnects
-        asyncpg.PostgresConnectionError,
+        asyncpg.PostgresConnectionError,  # class 08: connection lost mid-query
         asyncpg.InterfaceError,
-        asyncpg.QueryCanceledError,  # statement_timeout
-        asyncpg.CannotConnectNowError,
-        asyncpg.AdminShutdownError,
+        asyncpg.OperatorInterventionError,  # class 57: shutdown, restart, cannot connect now
+        asyncpg.InsufficientResourcesError,  # class 53: too many connections, out of memory
     ):
         app.add_exception_handler(unavailable, _database_unavailable)
     app.add_exception_handler(Exception, _unexpected)

@@ -6,6 +6,7 @@ import sys
 import structlog
 
 from ..settings import Settings
+from .redaction import redact_secrets
 
 
 def configure_logging(settings: Settings) -> None:
@@ -21,6 +22,7 @@ def configure_logging(settings: Settings) -> None:
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             structlog.processors.format_exc_info,
+            redact_secrets(settings),  # after format_exc_info: tracebacks are masked too
             renderer,
         ],
         # Filtering by level in the bound logger class makes a disabled call nearly free.
