@@ -1,7 +1,8 @@
 """create_app(settings): the FastAPI application and the lifespan that owns the database pool."""
 
+import asyncio
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 
 import structlog
 from fastapi import FastAPI
@@ -10,7 +11,11 @@ from . import __version__, health
 from .{{ cookiecutter.resource_plural }} import routes as {{ cookiecutter.resource_plural }}
 from .db import Database
 from .errors import install_error_handlers
+from .limits import BodySizeLimitMiddleware
+from .observability.access_log import AccessLogMiddleware
 from .observability.logging import configure_logging
+from .observability.metrics import Metrics, MetricsMiddleware
+from .observability.request_id import RequestIdMiddleware
 from .security import SecurityHeadersMiddleware
 from .settings import Settings
 
@@ -21,14 +26,22 @@ logger = structlog.get_logger(__name__)
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
     configure_logging(settings)
+    metrics = Metrics()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        app.state.db = await Database.connect(settings, APPLICATION_NAME)
+        app.state.db = await Database.connect(
+            settings, APPLICATION_NAME, on_acquire_wait=metrics.acquire_wait.observe
+        )
+        metrics.watch_pool(app.state.db.pool)
         logger.info("pool_opened", min_size=settings.pool_min_size, max_size=settings.pool_max_size)
+        loop_lag = asyncio.create_task(metrics.watch_loop_lag())
         try:
             yield
         finally:
+            loop_lag.cancel()
+            with suppress(asyncio.CancelledError):
+                await loop_lag
             await app.state.db.close()
             logger.info("pool_closed")
 
@@ -39,8 +52,19 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     app.state.settings = settings
+    app.state.metrics = metrics
     install_error_handlers(app)
     app.include_router(health.router)
     app.include_router({{ cookiecutter.resource_plural }}.router)
+    app.add_route("/metrics", metrics.endpoint(), include_in_schema=False)
+    # Pure ASGI middleware only; each add wraps the previous: request id outermost of these four,
+    # so the access log line carries it; the body limit innermost, right before routing.
+    app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_body_bytes)
+    app.add_middleware(MetricsMiddleware, metrics=metrics)
+    if settings.access_log != "off":
+        app.add_middleware(
+            AccessLogMiddleware, mode=settings.access_log, sample=settings.access_log_sample
+        )
+    app.add_middleware(RequestIdMiddleware)
     app.add_middleware(SecurityHeadersMiddleware)  # added last = outermost: on every response
     return app

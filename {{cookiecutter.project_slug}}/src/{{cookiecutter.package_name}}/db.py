@@ -1,8 +1,9 @@
 """The asyncpg pool: created once in the lifespan, warmed, handed to routes, closed on shutdown."""
 
 import asyncio
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import time
+from collections.abc import Callable
+from types import TracebackType
 from typing import TYPE_CHECKING
 
 import asyncpg
@@ -14,25 +15,82 @@ from .settings import Settings
 Record = asyncpg.Record
 if TYPE_CHECKING:
     Connection = PoolConnectionProxy[Record]
+    _BaseConnection = asyncpg.Connection[Record]
 else:
     Connection = PoolConnectionProxy
+    _BaseConnection = asyncpg.Connection
+
+
+
+class NoResetConnection(_BaseConnection):
+    """Skip the reset query (advisory unlock, CLOSE ALL, UNLISTEN, RESET ALL) on release.
+
+    It is one more round trip per request, for session state this service never leaves behind
+    (no SET, LISTEN, cursors or advisory locks). asyncpg still rolls back a connection released
+    inside a transaction (tests/test_pool_reset.py). Measured: see docs/performance.md.
+    """
+
+    def get_reset_query(self) -> str:
+        return ""
+
+
+class _Lease:
+    """`async with database.connection()`: acquire within the timeout, always release."""
+
+    __slots__ = ("_connection", "_database")
+
+    def __init__(self, database: "Database") -> None:
+        self._database = database
+        self._connection: Connection | None = None
+
+    async def __aenter__(self) -> Connection:
+        database = self._database
+        start = time.perf_counter()
+        # asyncio.timeout, not acquire(timeout=): asyncpg's wait_for wraps each acquire in a Task.
+        async with asyncio.timeout(database.acquire_timeout):
+            self._connection = await database.pool.acquire()
+        if database.on_acquire_wait is not None:
+            database.on_acquire_wait(time.perf_counter() - start)
+        return self._connection
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        assert self._connection is not None
+        await self._database.pool.release(self._connection)
 
 
 class Database:
     """A pool plus the acquire timeout every request must respect."""
 
-    def __init__(self, pool: "asyncpg.Pool[Record]", acquire_timeout: float) -> None:
+    def __init__(
+        self,
+        pool: "asyncpg.Pool[Record]",
+        acquire_timeout: float,
+        on_acquire_wait: Callable[[float], None] | None = None,
+    ) -> None:
         self.pool = pool
-        self._acquire_timeout = acquire_timeout
+        self.acquire_timeout = acquire_timeout
+        # Called with the seconds each acquire waited (the pool wait metric).
+        self.on_acquire_wait = on_acquire_wait
 
     @classmethod
-    async def connect(cls, settings: Settings, application_name: str) -> "Database":
+    async def connect(
+        cls,
+        settings: Settings,
+        application_name: str,
+        on_acquire_wait: Callable[[float], None] | None = None,
+    ) -> "Database":
         # create_pool opens min_size connections before returning: the pool is warm at start-up.
         pool = await asyncpg.create_pool(
             settings.dsn,
             min_size=settings.pool_min_size,
             max_size=settings.pool_max_size,
             timeout=settings.pool_acquire_timeout,
+            connection_class=NoResetConnection,
             # 0 behind PgBouncer transaction pooling: a named statement prepared on one server
             # connection is missing on the next (PgBouncer < 1.21 does not track them).
             statement_cache_size=settings.statement_cache_size,
@@ -41,12 +99,10 @@ class Database:
                 "statement_timeout": str(settings.statement_timeout_ms),
             },
         )
-        return cls(pool, settings.pool_acquire_timeout)
+        return cls(pool, settings.pool_acquire_timeout, on_acquire_wait)
 
-    @asynccontextmanager
-    async def connection(self) -> AsyncIterator[Connection]:
-        async with self.pool.acquire(timeout=self._acquire_timeout) as connection:
-            yield connection
+    def connection(self) -> _Lease:
+        return _Lease(self)
 
     async def ping(self, within: float) -> None:
         """Raise unless a pooled connection answers SELECT 1 within `within` seconds."""

@@ -42,6 +42,35 @@ class Settings(BaseSettings):
         "in transaction pooling, where the next transaction may run on another server connection.",
     )
 
+    # The server (python -m): excess load gets a fast 503 rather than a queue.
+    limit_concurrency: int = Field(
+        100,
+        ge=1,
+        le=100_000,
+        description="Open connections or in-flight requests above which uvicorn answers 503 at once.",
+    )
+    backlog: int = Field(2048, ge=1, le=65535, description="Listen backlog of the server socket.")
+    max_body_bytes: int = Field(
+        65536, ge=1, le=1 << 30, description="Largest request body accepted; 413 above it."
+    )
+    timeout_keep_alive: float = Field(
+        5, gt=0, le=3600, description="Seconds an idle keep-alive connection is kept open."
+    )
+    timeout_graceful_shutdown: float = Field(
+        20, gt=0, le=3600, description="Seconds in-flight requests get to finish on SIGTERM."
+    )
+    forwarded_allow_ips: str = Field(
+        "",
+        description="Comma-separated proxy IPs/CIDRs whose X-Forwarded-* headers are trusted; "
+        "empty trusts none.",
+    )
+    access_log: Literal["all", "errors", "off"] = Field(
+        "all", description="Access log lines: every request, only 4xx/5xx and slow ones, or none."
+    )
+    access_log_sample: float = Field(
+        1.0, ge=0, le=1, description="Fraction of successful requests logged when ACCESS_LOG=all."
+    )
+
     @model_validator(mode="after")
     def _check_consistency(self) -> Self:
         if self.pool_min_size > self.pool_max_size:

@@ -1,0 +1,131 @@
+"""Prometheus metrics: per-route-template RED metrics, pool, event-loop lag and the process.
+
+Each app owns a registry of its own, so that two apps in one process (tests) never collide.
+"""
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+from prometheus_client.gc_collector import GCCollector
+from prometheus_client.platform_collector import PlatformCollector
+from prometheus_client.process_collector import ProcessCollector
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from .access_log import route_template
+
+_LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+_WAIT_BUCKETS = (0.0001, 0.001, 0.005, 0.025, 0.1, 0.5, 2.0)
+_LAG_INTERVAL_SECONDS = 0.5
+
+
+class Metrics:
+    """The service's collectors, in one registry."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        ProcessCollector(registry=self.registry)
+        PlatformCollector(registry=self.registry)
+        GCCollector(registry=self.registry)
+        labels = ("method", "route", "status")
+        self.requests = Counter(
+            "http_requests", "Requests answered.", labels, registry=self.registry
+        )
+        self.latency = Histogram(
+            "http_request_duration_seconds",
+            "Time from the request reaching the app to the end of the response.",
+            labels,
+            buckets=_LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.in_flight = Gauge(
+            "http_requests_in_flight", "Requests being served.", registry=self.registry
+        )
+        self.pool_size = Gauge("db_pool_size", "Open pool connections.", registry=self.registry)
+        self.pool_idle = Gauge("db_pool_idle", "Idle pool connections.", registry=self.registry)
+        self.pool_max = Gauge("db_pool_max_size", "Pool ceiling.", registry=self.registry)
+        self.acquire_wait = Histogram(
+            "db_pool_acquire_wait_seconds",
+            "Time a request waited for a pool connection.",
+            buckets=_WAIT_BUCKETS,
+            registry=self.registry,
+        )
+        self.loop_lag = Histogram(
+            "event_loop_lag_seconds",
+            f"How late a {_LAG_INTERVAL_SECONDS}s timer fires: time the loop was busy elsewhere.",
+            buckets=_WAIT_BUCKETS,
+            registry=self.registry,
+        )
+
+    def watch_pool(self, pool: Any) -> None:
+        # Read at scrape time: no per-request cost.
+        self.pool_size.set_function(pool.get_size)
+        self.pool_idle.set_function(pool.get_idle_size)
+        self.pool_max.set_function(pool.get_max_size)
+
+    async def watch_loop_lag(self) -> None:
+        """Run until cancelled: sleep, then record how much later than asked the loop woke us."""
+        while True:
+            start = time.perf_counter()
+            await asyncio.sleep(_LAG_INTERVAL_SECONDS)
+            self.loop_lag.observe(max(0.0, time.perf_counter() - start - _LAG_INTERVAL_SECONDS))
+
+    def endpoint(self) -> Callable[[Request], Awaitable[Response]]:
+        # async: a plain function would be sent to the thread pool by Starlette.
+        async def metrics(request: Request) -> Response:
+            return Response(generate_latest(self.registry), media_type=CONTENT_TYPE_LATEST)
+
+        return metrics
+
+
+class MetricsMiddleware:
+    """Count and time every HTTP request by method, route template and status."""
+
+    def __init__(self, app: ASGIApp, *, metrics: Metrics) -> None:
+        self.app = app
+        self._metrics = metrics
+        self._in_flight = 0
+        metrics.in_flight.set_function(lambda: self._in_flight)
+        # labels() takes a lock and builds a key; the labelled children are cached here instead.
+        self._children: dict[tuple[str, str, int], tuple[Any, Any]] = {}
+
+    def _observe(self, key: tuple[str, str, int], seconds: float) -> None:
+        children = self._children.get(key)
+        if children is None:
+            labels = (key[0], key[1], str(key[2]))
+            children = (self._metrics.requests.labels(*labels), self._metrics.latency.labels(*labels))
+            self._children[key] = children
+        children[0].inc()
+        children[1].observe(seconds)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        status = 500
+
+        async def send_capturing_status(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        self._in_flight += 1
+        start = time.perf_counter()
+        try:
+            await self.app(scope, receive, send_capturing_status)
+        finally:
+            self._in_flight -= 1
+            key = (scope["method"], route_template(scope), status)
+            self._observe(key, time.perf_counter() - start)
