@@ -87,9 +87,11 @@ async def _validation_error(request: Request, exc: Exception) -> ProblemResponse
 
 async def _http_error(request: Request, exc: Exception) -> ProblemResponse:
     assert isinstance(exc, StarletteHTTPException)
+    # FastAPI raises a bare "error parsing the body" from the decoder's error; name the problem.
     if isinstance(exc.__cause__, UnicodeDecodeError):
-        # FastAPI raises a bare "error parsing the body" from the decoder's error; name it.
         return problem(400, "The request body is not valid UTF-8.")
+    if isinstance(exc.__cause__, RecursionError):
+        return problem(400, "The request body is not valid JSON: nested too deeply.")
     detail = exc.detail if isinstance(exc.detail, str) else HTTPStatus(exc.status_code).description
     return problem(exc.status_code, detail, headers=dict(exc.headers) if exc.headers else None)
 

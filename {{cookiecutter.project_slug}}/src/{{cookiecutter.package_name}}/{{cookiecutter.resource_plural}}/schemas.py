@@ -1,9 +1,9 @@
 """The {{ cookiecutter.resource }} contract: what clients may send and what they get back."""
 
 from datetime import datetime
-from typing import Annotated, Self
+from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
@@ -51,12 +51,13 @@ class {{ cookiecutter.__resource_class }}Update(BaseModel):
     price_cents: PriceCents | None = None
     quantity: Quantity | None = None
 
-    @model_validator(mode="after")
-    def _reject_null_for_required_fields(self) -> Self:
-        for field in ("name", "price_cents", "quantity"):
-            if field in self.model_fields_set and getattr(self, field) is None:
-                raise ValueError(f"{field} may be omitted but not null")
-        return self
+    # A field validator (not a model one) so that the 422 names the field that was null.
+    @field_validator("name", "price_cents", "quantity")
+    @classmethod
+    def _reject_null_for_required_fields(cls, value: object) -> object:
+        if value is None:
+            raise ValueError("may be omitted but not null")
+        return value
 
 
 class {{ cookiecutter.__resource_class }}(BaseModel):

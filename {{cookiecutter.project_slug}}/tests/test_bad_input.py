@@ -1,0 +1,229 @@
+"""Hostile requests, one table: each gets a 4xx problem+json naming the problem, none a 5xx, and
+none of them changes the table."""
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import asyncpg
+import httpx
+import orjson
+import pytest
+from fastapi import FastAPI
+
+BASE = "/{{ cookiecutter.resource_plural }}"
+ID_FIELD = "{{ cookiecutter.resource }}_id"
+PROBLEM = "application/problem+json"
+JSON = {"content-type": "application/json"}
+VALID = {"name": "widget", "price_cents": 100}
+
+
+@dataclass(frozen=True)
+class Hostile:
+    """A request and what the answer must name: a field of `errors`, or words of `detail`."""
+
+    method: str
+    path: str  # "{id}" is replaced by the id of an existing row
+    status: int
+    body: bytes | None = None
+    headers: dict[str, str] = field(default_factory=lambda: dict(JSON))
+    names_field: str | None = None
+    detail_says: str | None = None
+
+
+def _with(**fields: Any) -> bytes:
+    return orjson.dumps({**VALID, **fields})
+
+
+def _raw(text: str) -> bytes:
+    return text.encode()
+
+
+def _post(body: bytes, status: int = 422, **expect: Any) -> Hostile:
+    return Hostile("POST", BASE, status, body, **expect)
+
+
+def _patch(body: bytes, status: int = 422, **expect: Any) -> Hostile:
+    return Hostile("PATCH", BASE + "/{id}", status, body, **expect)
+
+
+def _get(path: str, status: int = 422, **expect: Any) -> Hostile:
+    return Hostile("GET", path, status, None, headers={}, **expect)
+
+
+HOSTILE = {
+    # Not JSON at all, or not an object.
+    "malformed-json": _post(b'{"name": "x",', 400, detail_says="not valid JSON"),
+    "trailing-garbage": _post(_with() + b" x", 400, detail_says="not valid JSON"),
+    "single-quotes": _post(b"{'name': 'x', 'price_cents': 1}", 400, detail_says="not valid JSON"),
+    "empty-body": _post(b"", names_field="body"),
+    "array-body": _post(b"[]", names_field="body"),
+    "null-body": _post(b"null", names_field="body"),
+    "deeply-nested": _post(b"[" * 20_000 + b"]" * 20_000, 400, detail_says="nested too deeply"),
+    # Wrong types: strict, so no coercion of "12" or true or 1.5.
+    "price-as-string": _post(_with(price_cents="12"), names_field="price_cents"),
+    "price-as-bool": _post(_with(price_cents=True), names_field="price_cents"),
+    "quantity-as-float": _post(_with(quantity=1.5), names_field="quantity"),
+    "name-as-number": _post(_with(name=5), names_field="name"),
+    "name-as-object": _post(_with(name={"first": "x"}), names_field="name"),
+    "description-as-list": _post(_with(description=["x"]), names_field="description"),
+    # Missing and unknown fields.
+    "missing-name": _post(orjson.dumps({"price_cents": 1}), names_field="name"),
+    "missing-price": _post(orjson.dumps({"name": "x"}), names_field="price_cents"),
+    "unknown-field": _post(_with(owner="mallory"), names_field="owner"),
+    "read-only-id": _post(_with(id=1), names_field="id"),
+    "read-only-version": _post(_with(version=7), names_field="version"),
+    # Numbers out of range, beyond int64, not finite.
+    "negative-price": _post(_with(price_cents=-1), names_field="price_cents"),
+    "negative-quantity": _post(_with(quantity=-1), names_field="quantity"),
+    "quantity-above-int32": _post(_with(quantity=2**31), names_field="quantity"),
+    "price-above-int64": _post(_with(price_cents=2**63), names_field="price_cents"),
+    "price-of-40-digits": _post(_raw('{"name": "x", "price_cents": ' + "9" * 40 + "}"), names_field="price_cents"),
+    "price-1e400": _post(_raw('{"name": "x", "price_cents": 1e400}'), names_field="price_cents"),
+    "price-nan": _post(_raw('{"name": "x", "price_cents": NaN}'), names_field="price_cents"),
+    "price-infinity": _post(_raw('{"name": "x", "price_cents": Infinity}'), names_field="price_cents"),
+    "price-minus-infinity": _post(_raw('{"name": "x", "price_cents": -Infinity}'), names_field="price_cents"),
+    # Strings: too long, control characters, NUL, lone surrogates.
+    "empty-name": _post(_with(name=""), names_field="name"),
+    "name-of-20k-chars": _post(_with(name="x" * 20_000), names_field="name"),
+    "description-too-long": _post(_with(description="d" * 2001), names_field="description"),
+    "name-with-nul": _post(_with(name="a\x00b"), names_field="name"),
+    "name-with-bell": _post(_with(name="a\x07b"), names_field="name"),
+    "name-with-newline": _post(_with(name="a\nb"), names_field="name"),
+    "name-with-escape": _post(_with(name="\x1b[31mred"), names_field="name"),
+    "description-with-nul": _post(_with(description="a\x00b"), names_field="description"),
+    "name-lone-surrogate": _post(_raw('{"name": "\\ud800", "price_cents": 1}'), names_field="name"),
+    # Bytes that are not UTF-8, or not the JSON the header claims.
+    "invalid-utf8-in-string": _post(b'{"name": "\xff\xfe", "price_cents": 1}', 400, detail_says="UTF-8"),
+    "overlong-utf8": _post(b'{"name": "\xc0\xaf", "price_cents": 1}', 400, detail_says="UTF-8"),
+    "latin1-body": _post('{"name": "café", "price_cents": 1}'.encode("latin-1"), 400, detail_says="UTF-8"),
+    # Wrong Content-Type.
+    "text-plain": Hostile("POST", BASE, 415, _with(), {"content-type": "text/plain"}, detail_says="Content-Type"),
+    "form-encoded": Hostile("POST", BASE, 415, b"name=x&price_cents=1", {"content-type": "application/x-www-form-urlencoded"}, detail_says="Content-Type"),
+    "xml": Hostile("POST", BASE, 415, b"<item/>", {"content-type": "application/xml"}, detail_says="Content-Type"),
+    "no-content-type": Hostile("POST", BASE, 415, _with(), {}, detail_says="Content-Type"),
+    "patch-text-plain": Hostile("PATCH", BASE + "/{id}", 415, b'{"name": "y"}', {"content-type": "text/plain"}, detail_says="Content-Type"),
+    # PATCH specifics.
+    "patch-null-name": _patch(b'{"name": null}', names_field="name"),
+    "patch-unknown-field": _patch(b'{"colour": "red"}', names_field="colour"),
+    "patch-negative-quantity": _patch(b'{"quantity": -5}', names_field="quantity"),
+    "patch-malformed-json": _patch(b'{"name": ', 400, detail_says="not valid JSON"),
+    "if-match-not-an-etag": Hostile("PATCH", BASE + "/{id}", 400, b'{"name": "y"}', {**JSON, "if-match": "yesterday"}, detail_says="If-Match"),
+    "if-match-unquoted": Hostile("PATCH", BASE + "/{id}", 400, b'{"name": "y"}', {**JSON, "if-match": "1"}, detail_says="If-Match"),
+    "if-match-huge-version": Hostile("PATCH", BASE + "/{id}", 400, b'{"name": "y"}', {**JSON, "if-match": '"99999999999999999999"'}, detail_says="If-Match"),
+    "if-match-negative": Hostile("PATCH", BASE + "/{id}", 400, b'{"name": "y"}', {**JSON, "if-match": '"-1"'}, detail_says="If-Match"),
+    # Ids in the path.
+    "id-negative": _get(BASE + "/-1", names_field=ID_FIELD),
+    "id-zero": _get(BASE + "/0", names_field=ID_FIELD),
+    "id-not-numeric": _get(BASE + "/abc", names_field=ID_FIELD),
+    "id-float": _get(BASE + "/1.5", names_field=ID_FIELD),
+    "id-above-int64": _get(BASE + "/9223372036854775808", names_field=ID_FIELD),
+    "id-sql-injection": _get(BASE + "/1%20OR%201=1", names_field=ID_FIELD),
+    "delete-id-not-numeric": Hostile("DELETE", BASE + "/abc", 422, headers={}, names_field=ID_FIELD),
+    "patch-id-negative": Hostile("PATCH", BASE + "/-3", 422, b'{"name": "y"}', names_field=ID_FIELD),
+    # Paging.
+    "limit-zero": _get(BASE + "?limit=0", names_field="limit"),
+    "limit-above-max": _get(BASE + "?limit=501", names_field="limit"),
+    "limit-not-numeric": _get(BASE + "?limit=ten", names_field="limit"),
+    "limit-float": _get(BASE + "?limit=1e3", names_field="limit"),
+    "after-negative": _get(BASE + "?after=-1", names_field="after"),
+    "after-above-int64": _get(BASE + "?after=99999999999999999999", names_field="after"),
+    "after-sql-injection": _get(BASE + "?after=0;DROP%20TABLE%20{{ cookiecutter.resource_plural }}", names_field="after"),
+    # A malformed X-Request-ID is replaced, never echoed (see the test below); here it rides along.
+    "bad-body-with-malformed-request-id": Hostile("POST", BASE, 400, b"{", {**JSON, "x-request-id": "<script>" + "x" * 500}, detail_says="not valid JSON"),
+}
+
+
+async def count_rows(database_url: str) -> int:
+    connection = await asyncpg.connect(database_url)
+    try:
+        count: int = await connection.fetchval("SELECT count(*) FROM {{ cookiecutter.resource_plural }}")
+        return count
+    finally:
+        await connection.close()
+
+
+@pytest.fixture(scope="module")
+async def existing_id(client: httpx.AsyncClient) -> int:
+    created = await client.post(BASE, json={"name": "target of hostile patches", "price_cents": 1})
+    assert created.status_code == 201
+    return int(created.json()["id"])
+
+
+def assert_names_the_problem(response: httpx.Response, case: Hostile) -> None:
+    assert response.status_code == case.status, response.text
+    assert response.headers["content-type"] == PROBLEM
+    body = response.json()
+    assert body["status"] == case.status
+    assert body["title"]
+    assert body["detail"]
+    if case.names_field is not None:
+        assert case.names_field in [error["field"].split(".")[0] for error in body["errors"]]
+        assert case.names_field in body["detail"]
+    if case.detail_says is not None:
+        assert case.detail_says in body["detail"]
+
+
+@pytest.mark.parametrize("case", list(HOSTILE.values()), ids=list(HOSTILE))
+async def test_hostile_request_gets_a_4xx_problem_naming_it_and_changes_nothing(
+    client: httpx.AsyncClient, database_url: str, existing_id: int, case: Hostile
+) -> None:
+    before = await count_rows(database_url)
+    path = case.path.replace("{id}", str(existing_id))
+    response = await client.request(case.method, path, content=case.body, headers=case.headers)
+    assert_names_the_problem(response, case)
+    assert response.headers.get("x-request-id", "") != case.headers.get("x-request-id")
+    assert await count_rows(database_url) == before
+    unchanged = await client.get(f"{BASE}/{existing_id}")
+    assert unchanged.json()["version"] == 1
+
+
+async def test_body_above_max_body_bytes_gets_413_and_changes_nothing(
+    client: httpx.AsyncClient, app: FastAPI, database_url: str
+) -> None:
+    limit: int = app.state.settings.max_body_bytes
+    before = await count_rows(database_url)
+    response = await client.post(BASE, content=_with(description="d" * limit), headers=JSON)
+    assert_names_the_problem(response, Hostile("POST", BASE, 413, detail_says=str(limit)))
+    assert await count_rows(database_url) == before
+
+
+async def test_chunked_body_above_max_body_bytes_gets_413(client: httpx.AsyncClient, app: FastAPI) -> None:
+    limit: int = app.state.settings.max_body_bytes
+
+    async def chunks() -> AsyncIterator[bytes]:
+        yield b'{"name": "x", "price_cents": 1, "description": "'
+        for _ in range(limit // 1024 + 1):
+            yield b"d" * 1024
+        yield b'"}'
+
+    response = await client.post(BASE, content=chunks(), headers=JSON)
+    assert_names_the_problem(response, Hostile("POST", BASE, 413, detail_says=str(limit)))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "'; DROP TABLE {{ cookiecutter.resource_plural }}; --",
+        "1' OR '1'='1",
+        "x'); DELETE FROM {{ cookiecutter.resource_plural }} WHERE ('1'='1",
+        "$1 $2 \\x00 %s %d {0}",
+        "Robert'); SELECT pg_sleep(10); --",
+    ],
+)
+async def test_sql_injection_strings_are_stored_verbatim_and_never_run(
+    client: httpx.AsyncClient, database_url: str, text: str
+) -> None:
+    before = await count_rows(database_url)
+    created = await client.post(BASE, json={"name": text[:200], "description": text, "price_cents": 1})
+    assert created.status_code == 201, created.text
+    fetched = (await client.get(created.headers["location"])).json()
+    assert (fetched["name"], fetched["description"]) == (text[:200], text)
+    assert await count_rows(database_url) == before + 1
+
+
+async def test_malformed_request_id_is_replaced_not_echoed(client: httpx.AsyncClient) -> None:
+    hostile = "id with spaces and <angle> brackets " + "x" * 300
+    response = await client.get("/healthz", headers={"x-request-id": hostile})
+    assert response.status_code == 200
+    assert response.headers.get("x-request-id") != hostile
