@@ -1,0 +1,122 @@
+"""Turn the benchmark's raw runs into medians, ratios and target checks; write JSON, Markdown, PNG."""
+
+import json
+import statistics
+from pathlib import Path
+from typing import Any
+
+LABELS = {
+    "generated": "generated service",
+    "ceiling": "raw ASGI ceiling",
+    "minimal": "minimal FastAPI",
+    "baseline": "baseline ORM tier",
+}
+# The targets, as ratios from one run (docs/performance.md explains each).
+TARGETS = {
+    "generated/minimal": (1.0, ("by_id", "page", "create")),
+    "generated/ceiling": (0.45, ("by_id", "page", "create")),
+    "generated/baseline": (5.0, ("by_id", "page", "create", "patch")),
+}
+P99_AT_70_PERCENT_MS = 10.0
+RSS_MB = 120.0
+
+
+def summarise(results: dict[str, Any]) -> dict[str, Any]:
+    medians = {
+        app: {
+            workload: {
+                "rps": statistics.median(run["rps"] for run in runs),
+                "p99_ms": statistics.median(run["p99_ms"] for run in runs),
+                "errors": sum(run["errors"] for run in runs),
+            }
+            for workload, runs in per_app.items()
+        }
+        for app, per_app in results["runs"].items()
+    }
+    ratios: dict[str, dict[str, float]] = {}
+    checks = []
+    if "generated" in medians:
+        for other in ("ceiling", "minimal", "baseline"):
+            if other not in medians:
+                continue
+            key = f"generated/{other}"
+            ratios[key] = {
+                workload: medians["generated"][workload]["rps"] / medians[other][workload]["rps"]
+                for workload in medians["generated"]
+            }
+            floor, workloads = TARGETS[key]
+            for workload in workloads:
+                if workload in ratios[key]:
+                    value = ratios[key][workload]
+                    checks.append({"target": f"{key} {workload} >= {floor}", "value": round(value, 2), "met": value >= floor})
+        paced = results.get("paced_by_id")
+        if paced:
+            checks.append({"target": f"by-id p99 at 70% of knee <= {P99_AT_70_PERCENT_MS} ms",
+                           "value": round(paced["p99_ms"], 2), "met": paced["p99_ms"] <= P99_AT_70_PERCENT_MS})  # fmt: skip
+        rss = results["rss_mb"]["generated"]
+        checks.append({"target": f"RSS after the run <= {RSS_MB} MB", "value": round(rss, 1), "met": rss <= RSS_MB})
+    return {"medians": medians, "ratios": ratios, "checks": checks}
+
+
+def markdown(results: dict[str, Any]) -> str:
+    summary, machine, settings = results["summary"], results["machine"], results["settings"]
+    medians = summary["medians"]
+    workloads = list(next(iter(medians.values())))
+    lines = [
+        f"Machine: {machine['cpu']}, {machine['cores']} cores, {machine['memory_gb']} GB, "
+        f"Linux {machine['kernel']}, Python {machine['python']}, PostgreSQL {machine['postgresql']}, "
+        f"{machine['wrk']}; {machine['date']}.",
+        f"Servers pinned to core 0, PostgreSQL and wrk to core 1; {settings['rounds']} interleaved "
+        f"rounds of {settings['duration']} s per app and workload, {settings['connections']} "
+        f"connections, {settings['rows']} seeded rows, pool of {settings['pool_size']}. Medians.",
+        "",
+        "| app | " + " | ".join(f"{w} rps | {w} p99 ms" for w in workloads) + " |",
+        "|---|" + "---:|---:|" * len(workloads),
+    ]
+    for app, per_app in medians.items():
+        cells = " | ".join(f"{per_app[w]['rps']:,.0f} | {per_app[w]['p99_ms']:.1f}" for w in workloads)
+        lines.append(f"| {LABELS[app]} | {cells} |")
+    if summary["ratios"]:
+        lines += ["", "| ratio | " + " | ".join(workloads) + " |", "|---|" + "---:|" * len(workloads)]
+        for key, values in summary["ratios"].items():
+            lines.append(f"| {key} | " + " | ".join(f"{values[w]:.2f}x" for w in workloads) + " |")
+    paced = results.get("paced_by_id")
+    if paced:
+        lines += ["", f"by-id paced at 70 % of the knee: {paced['rps']:,.0f} rps offered over "
+                  f"{paced['connections']} connections, p50 {paced['p50_ms']:.2f} ms, p99 {paced['p99_ms']:.2f} ms."]  # fmt: skip
+    lines += ["", "RSS after the run: " + ", ".join(f"{LABELS[a]} {mb:.0f} MB" for a, mb in results["rss_mb"].items()) + "."]
+    if summary["checks"]:
+        lines += ["", "| target | measured | met |", "|---|---:|---|"]
+        lines += [f"| {c['target']} | {c['value']} | {'yes' if c['met'] else '**no**'} |" for c in summary["checks"]]
+    return "\n".join(lines) + "\n"
+
+
+def chart(results: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    medians = results["summary"]["medians"]
+    workloads = list(next(iter(medians.values())))
+    width = 0.8 / len(medians)
+    figure, axes = plt.subplots(figsize=(9, 4.5))
+    for index, (app, per_app) in enumerate(medians.items()):
+        positions = [w + index * width for w in range(len(workloads))]
+        axes.bar(positions, [per_app[w]["rps"] for w in workloads], width, label=LABELS[app])
+    axes.set_xticks([w + width * (len(medians) - 1) / 2 for w in range(len(workloads))], workloads)
+    axes.set_ylabel("requests/s (median, one core)")
+    axes.set_title("Side-by-side benchmark")
+    axes.legend()
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+def write_reports(results: dict[str, Any], out: Path) -> str:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+    text = markdown(results)
+    (out / "results.md").write_text(text)
+    chart(results, out / "results.png")
+    return text

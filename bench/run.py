@@ -1,0 +1,215 @@
+"""`make bench`: the generated service side by side with three reference apps, on one machine.
+
+Bakes the default service, starts it (all production middleware on) and the reference apps in
+bench/apps pinned to core 0, PostgreSQL and wrk on core 1, seeds 100k rows, then drives every app
+with every workload, interleaving the apps round after round. Writes JSON, Markdown and a PNG.
+"""
+
+import argparse
+import asyncio
+import json
+import math
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import httpx
+import psutil
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.report import summarise, write_reports  # noqa: E402
+from tests.baking import bake, load_module, tool_env  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+WRK = Path(__file__).resolve().parent / "wrk"
+SERVER_CORE, LOAD_CORE = 0, 1
+APPS = ("generated", "ceiling", "minimal", "baseline")
+WORKLOADS = ("by_id", "page", "create", "patch")
+POOL_SIZE = 8
+_TUNED = ["--loop", "uvloop", "--http", "httptools", "--no-access-log", "--no-server-header",
+          "--no-proxy-headers"]  # fmt: skip
+
+
+def _commands(project: Path, port: int) -> dict[str, list[str]]:
+    uvicorn = [sys.executable, "-m", "uvicorn", "--port", str(port)]
+    return {
+        "generated": [sys.executable, "-m", "inventory_service"],
+        "ceiling": [*uvicorn, *_TUNED, "bench.apps.ceiling:app"],
+        "minimal": [*uvicorn, *_TUNED, "bench.apps.minimal_fastapi:app"],
+        # uvicorn's defaults: asyncio loop (uvloop is opt-in on the command line), access log on.
+        "baseline": [*uvicorn, "--loop", "asyncio", "bench.apps.baseline_orm:app"],
+    }
+
+
+def _start(name: str, project: Path, database_url: str, port: int, logs: Path) -> subprocess.Popen[bytes]:
+    env = tool_env(project, DATABASE_URL=database_url, PORT=str(port), POOL_SIZE=str(POOL_SIZE),
+                   POOL_MIN_SIZE=str(POOL_SIZE), POOL_MAX_SIZE=str(POOL_SIZE), APP_ENV="prod")  # fmt: skip
+    env["PYTHONPATH"] = f"{project / 'src'}{os.pathsep}{ROOT}"
+    log = (logs / f"{name}.log").open("wb")
+    command = ["taskset", "-c", str(SERVER_CORE), *_commands(project, port)[name]]
+    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 60
+    while True:  # polling a starting process: there is no event to wait on
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/items/1", timeout=1).status_code == 200:
+                return process
+        except httpx.TransportError:
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            raise RuntimeError(f"{name} did not start; see {logs / f'{name}.log'}")
+        time.sleep(0.1)
+
+
+def _check_answers(name: str, base: str) -> None:
+    """Every app must answer every workload correctly before it is timed."""
+    with httpx.Client(base_url=base) as http:
+        assert http.get("/items/7").json()["id"] == 7, name
+        assert len(http.get("/items", params={"after": 10, "limit": 20}).json()["data"]) == 20, name
+        created = http.post("/items", json={"name": "check", "price_cents": 1, "quantity": 2})
+        assert created.status_code == 201 and created.json()["quantity"] == 2, name
+        patched = http.patch("/items/9", json={"quantity": 5})
+        assert patched.status_code == 200 and patched.json()["quantity"] == 5, name
+
+
+def _wrk(base: str, workload: str, *, rows: int, duration: int, connections: int,
+         delay_ms: int | None = None) -> dict[str, float]:  # fmt: skip
+    script = f"ROWS = {rows}\n" + (WRK / f"{workload}.lua").read_text()
+    if delay_ms is not None:
+        script = f"DELAY_MS = {delay_ms}\n" + script + (WRK / "paced.lua").read_text()
+    script += (WRK / "report.lua").read_text()
+    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as handle:
+        handle.write(script)
+    try:
+        result = subprocess.run(
+            ["wrk", "-t1", f"-c{connections}", f"-d{duration}s", "-s", handle.name, base],
+            capture_output=True, text=True, check=True, timeout=duration + 30,
+        )  # fmt: skip
+    finally:
+        os.unlink(handle.name)
+    line = next(line for line in result.stdout.splitlines() if line.startswith("WRK_JSON "))
+    raw = json.loads(line.removeprefix("WRK_JSON "))
+    return {
+        "rps": raw["requests"] / (raw["duration_us"] / 1e6),
+        "p50_ms": raw["p50_us"] / 1000,
+        "p99_ms": raw["p99_us"] / 1000,
+        "errors": raw["non_2xx"] + raw["socket_errors"],
+    }
+
+
+async def _prepare(url: str, rows: int) -> str:
+    connection = await asyncpg.connect(url)
+    try:
+        # The same for every app; commits wait for no fsync so the CPU, not the disk, is measured.
+        await connection.execute("ALTER SYSTEM SET synchronous_commit = off")
+        await connection.execute("SELECT pg_reload_conf()")
+        await connection.execute(
+            "INSERT INTO items (name, description, price_cents, quantity) "
+            "SELECT 'item ' || n, 'seeded row ' || n, n * 10, n % 100 FROM generate_series(1, $1) n",
+            rows,
+        )
+        await connection.execute("VACUUM ANALYZE items")
+        version: str = await connection.fetchval("SHOW server_version")
+        return version
+    finally:
+        await connection.close()
+
+
+def _paced_p99(base: str, knee: float, args: argparse.Namespace) -> dict[str, float]:
+    """p99 of by-id reads at 70 % of the knee: wrk paced by a fixed think time per connection."""
+    target, delay_ms = 0.7 * knee, 10
+    connections = max(1, math.ceil(target * (delay_ms + 0.5) / 1000))
+    probe = _wrk(base, "by_id", rows=args.rows, duration=3, connections=connections, delay_ms=delay_ms)
+    connections = max(1, min(args.limit_concurrency - 4, round(connections * target / probe["rps"])))
+    paced = _wrk(base, "by_id", rows=args.rows, duration=max(args.duration, 5),
+                 connections=connections, delay_ms=delay_ms)  # fmt: skip
+    return {"target_rps": target, "connections": connections, **paced}
+
+
+def _machine(pg_version: str) -> dict[str, Any]:
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor())  # fmt: skip
+    wrk_version = subprocess.run(["wrk", "-v"], capture_output=True, text=True, check=False)
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+        "postgresql": pg_version,
+        "wrk": (wrk_version.stdout + wrk_version.stderr).split("\n")[0].strip(),
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+    }
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    os.sched_setaffinity(0, {LOAD_CORE})  # PostgreSQL and wrk inherit core 1 from here
+    work = Path(tempfile.mkdtemp(prefix="bench-", dir=args.workdir))
+    project = bake(work)
+    devdb = load_module(project, "inventory_service", "devdb")
+    processes: dict[str, subprocess.Popen[bytes]] = {}
+    with devdb.ThrowawayPostgres(work / "pgdata") as postgres:
+        migrate = subprocess.run([sys.executable, "-m", "alembic", "upgrade", "head"], cwd=project,
+                                 env=tool_env(project, DATABASE_URL=postgres.url), capture_output=True, check=False)  # fmt: skip
+        assert migrate.returncode == 0, migrate.stderr
+        pg_version = asyncio.run(_prepare(postgres.url, args.rows))
+        bases: dict[str, str] = {}
+        try:
+            for name in args.apps:
+                port = devdb.free_port()
+                processes[name] = _start(name, project, postgres.url, port, work)
+                bases[name] = f"http://127.0.0.1:{port}"
+                _check_answers(name, bases[name])
+            runs: dict[str, dict[str, list[dict[str, float]]]] = {a: {w: [] for w in args.workloads} for a in args.apps}
+            for workload in args.workloads:  # warm-up: JIT-free Python still fills caches and pools
+                for name in args.apps:
+                    _wrk(bases[name], workload, rows=args.rows, duration=args.warmup, connections=args.connections)
+            for round_ in range(args.rounds):
+                for workload in args.workloads:
+                    order = args.apps[round_ % len(args.apps):] + args.apps[:round_ % len(args.apps)]
+                    for name in order:  # interleaved, and rotated each round
+                        runs[name][workload].append(_wrk(bases[name], workload, rows=args.rows,
+                                                         duration=args.duration, connections=args.connections))  # fmt: skip
+                        print(f"round {round_ + 1} {workload:7} {name:10} {runs[name][workload][-1]['rps']:9.0f} rps", flush=True)
+            paced = None
+            if "generated" in args.apps and "by_id" in args.workloads:
+                knee = statistics.median(run["rps"] for run in runs["generated"]["by_id"])
+                paced = _paced_p99(bases["generated"], knee, args)
+            rss = {name: psutil.Process(process.pid).memory_info().rss / 2**20 for name, process in processes.items()}
+        finally:
+            for process in processes.values():
+                process.terminate()
+                process.wait(timeout=30)
+    settings = {key: getattr(args, key) for key in ("duration", "warmup", "rounds", "connections", "rows")}
+    return {"machine": _machine(pg_version), "settings": {**settings, "pool_size": POOL_SIZE},
+            "runs": runs, "paced_by_id": paced, "rss_mb": rss}  # fmt: skip
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--duration", type=int, default=5, help="seconds per timed run")
+    parser.add_argument("--warmup", type=int, default=2, help="seconds of warm-up per app and workload")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--connections", type=int, default=32)
+    parser.add_argument("--rows", type=int, default=100_000)
+    parser.add_argument("--limit-concurrency", type=int, default=100, help="the service's LIMIT_CONCURRENCY")
+    parser.add_argument("--apps", nargs="+", default=list(APPS), choices=APPS)
+    parser.add_argument("--workloads", nargs="+", default=list(WORKLOADS), choices=WORKLOADS)
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "bench")
+    parser.add_argument("--workdir", type=Path, default=None)
+    args = parser.parse_args()
+    results = run(args)
+    results["summary"] = summarise(results)
+    print(write_reports(results, args.out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

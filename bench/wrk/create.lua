@@ -1,0 +1,4 @@
+-- POST a new item.
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+wrk.body = '{"name": "bench widget", "description": "made by wrk", "price_cents": 1999, "quantity": 3}'
