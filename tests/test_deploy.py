@@ -147,15 +147,19 @@ def test_deployment_passes_server_and_pool_values_as_the_agreed_variables(chart:
     }
     (container,) = find(render(chart, values), "Deployment")["spec"]["template"]["spec"]["containers"]
     env = {item["name"]: item.get("value") for item in container["env"]}
-    assert env | {
-        "LIMIT_CONCURRENCY": "37",
-        "BACKLOG": "512",
-        "TIMEOUT_GRACEFUL_SHUTDOWN": "15",
-        "POOL_MIN_SIZE": "3",
-        "POOL_MAX_SIZE": "6",
-        "STATEMENT_CACHE_SIZE": "0",
-        "HOST": "0.0.0.0",
-    } == env
+    assert (
+        env
+        | {
+            "LIMIT_CONCURRENCY": "37",
+            "BACKLOG": "512",
+            "TIMEOUT_GRACEFUL_SHUTDOWN": "15",
+            "POOL_MIN_SIZE": "3",
+            "POOL_MAX_SIZE": "6",
+            "STATEMENT_CACHE_SIZE": "0",
+            "HOST": "0.0.0.0",
+        }
+        == env
+    )
 
 
 def test_every_variable_the_chart_sets_is_a_setting_of_the_service(default_project: Path, chart: Path) -> None:
@@ -285,9 +289,7 @@ def test_chart_lints_with_the_values_file_the_capacity_report_writes(
     assert env["POOL_MAX_SIZE"] == str(sized.pool_max_size)
 
 
-def test_a_capacity_pool_too_large_for_the_replica_ceiling_is_refused(
-    default_project: Path, chart: Path
-) -> None:
+def test_a_capacity_pool_too_large_for_the_replica_ceiling_is_refused(default_project: Path, chart: Path) -> None:
     """A knee at 64 in flight sizes a 64-connection pool: 9 pods of it exceed 100 connections."""
     capacity, budget = _capacity_modules(default_project)
     sized = capacity.size(
@@ -357,7 +359,11 @@ def test_hadolint_flags_a_root_single_stage_image(tmp_path: Path) -> None:
     """The check above can fail: hadolint reports an unpinned base image and a root user."""
     (tmp_path / "Dockerfile").write_text("FROM python\nUSER root\nRUN pip install fastapi\n")
     result = subprocess.run(
-        [str(VENV_BIN / "hadolint"), "--no-color", "Dockerfile"], cwd=tmp_path, capture_output=True, text=True, check=False
+        [str(VENV_BIN / "hadolint"), "--no-color", "Dockerfile"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert result.returncode != 0
     assert "DL3006" in result.stdout and "DL3002" in result.stdout
@@ -475,7 +481,9 @@ def test_ci_workflow_lints_types_tests_on_postgres_lints_the_chart_and_smokes_th
 ) -> None:
     workflow = yaml.safe_load((default_project / ".github" / "workflows" / "ci.yml").read_text())
     jobs = workflow["jobs"]
-    steps = {name: " ; ".join(step.get("run", step.get("uses", "")) for step in job["steps"]) for name, job in jobs.items()}
+    steps = {
+        name: " ; ".join(step.get("run", step.get("uses", "")) for step in job["steps"]) for name, job in jobs.items()
+    }
     assert "make lint" in steps["lint"]
     assert "make test" in steps["test"]
     assert jobs["test"]["services"]["postgres"]["image"].startswith("postgres:")
