@@ -34,6 +34,15 @@ class NoResetConnection(_BaseConnection):
         return ""
 
 
+# Errors after which a connection is not reused: the pool opens a fresh one in its place.
+_BROKEN = (
+    OSError,
+    asyncpg.PostgresConnectionError,
+    asyncpg.InterfaceError,
+    asyncpg.OperatorInterventionError,
+)
+
+
 class _Lease:
     """`async with database.connection()`: acquire within the timeout, always release."""
 
@@ -60,6 +69,10 @@ class _Lease:
         traceback: TracebackType | None,
     ) -> None:
         assert self._connection is not None
+        if isinstance(exc, _BROKEN) and not isinstance(exc, asyncpg.QueryCanceledError):
+            # Without the reset query nothing on release notices a connection the server dropped
+            # mid-query; handed out again, it fails the next request with InternalClientError.
+            self._connection.terminate()
         await self._database.pool.release(self._connection)
 
 

@@ -150,6 +150,7 @@ def install_error_handlers(app: FastAPI) -> None:
         OSError,  # connection refused while the pool reconnects
         asyncpg.PostgresConnectionError,  # class 08: connection lost mid-query
         asyncpg.InterfaceError,
+        asyncpg.InternalClientError,  # a connection the server dropped, caught mid-operation
         asyncpg.OperatorInterventionError,  # class 57: shutdown, restart, cannot connect now
         asyncpg.InsufficientResourcesError,  # class 53: too many connections, out of memory
     ):
