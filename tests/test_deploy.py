@@ -27,7 +27,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from .baking import VENV_BIN, load_module, run, tool_env
+from .baking import VENV_BIN, bake, load_module, run, tool_env
 
 RELEASE = "shop"
 # The chart's kubeVersion floor and the newest schemas kubernetes-validate ships.
@@ -94,6 +94,23 @@ def test_chart_passes_helm_lint_with_default_values(chart: Path) -> None:
     assert [message for message in report["Messages"] if message["Severity"] >= 2] == []
     strict = helm_python.lint(chart, strict=True)
     assert strict["errors"] == [], strict["messages"]
+
+
+def test_chart_of_a_custom_slug_is_named_after_it_and_lints(tmp_path: Path) -> None:
+    """Helm templates are copied unrendered: their names come from Chart.yaml, which is rendered."""
+    project = bake(tmp_path, project_name="Acme Catalog", project_slug="acme-catalog-api", package_name="catalog")
+    chart = project / "deploy" / "helm" / "acme-catalog-api"
+    assert helm_python.lint(chart, strict=True)["errors"] == []
+    deployment = find(render(chart), "Deployment")
+    assert deployment["metadata"]["name"] == f"{RELEASE}-acme-catalog-api"
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == "acme-catalog-api:0.1.0"
+
+
+def test_make_helm_lint_lints_and_renders_the_chart(default_project: Path) -> None:
+    result = run(default_project, "make", "-n", "helm-lint", "HELM=helm")
+    assert result.returncode == 0, result.stderr
+    assert "helm lint --strict deploy/helm/inventory-service" in result.stdout
+    assert "helm template lint deploy/helm/inventory-service" in result.stdout
 
 
 def test_chart_lint_fails_on_values_the_schema_refuses(chart: Path, tmp_path: Path) -> None:
