@@ -6,7 +6,9 @@ stop after the tour.
 
 import argparse
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -64,7 +66,8 @@ def main() -> int:
     project = Path(cookiecutter(str(ROOT), no_input=True, output_dir=str(DEMO)))
     print(f"baked {project.relative_to(ROOT)}; installing its environment ...", flush=True)
     subprocess.run(["make", "install"], cwd=project, check=True)
-    server = subprocess.Popen(["make", "dev", f"PORT={args.port}"], cwd=project)
+    # A session of its own, so that stopping the demo stops make, uvicorn and PostgreSQL together.
+    server = subprocess.Popen(["make", "dev", f"PORT={args.port}"], cwd=project, start_new_session=True)
     base = f"http://127.0.0.1:{args.port}"
     try:
         _wait_until_healthy(base, server)
@@ -75,7 +78,7 @@ def main() -> int:
     except KeyboardInterrupt:
         pass
     finally:
-        server.terminate()
+        os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=60)
     return 0
 

@@ -10,6 +10,7 @@ import argparse
 import importlib.util
 import os
 import pwd
+import signal
 import stat
 import socket
 import subprocess
@@ -116,6 +117,21 @@ class ThrowawayPostgres:
         self.stop()
 
 
+def _run_until_done(command: list[str], env: dict[str, str]) -> int:
+    """Run `command`; on SIGTERM or Ctrl-C stop it first, so that nothing outlives us."""
+    child = subprocess.Popen(command, env=env)
+
+    def _forward(signum: int, frame: object) -> None:
+        child.send_signal(signum)
+
+    signal.signal(signal.SIGTERM, _forward)
+    while True:
+        try:
+            return child.wait()
+        except KeyboardInterrupt:
+            child.send_signal(signal.SIGINT)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dir", type=Path, default=Path(".devdb/data"), help="data directory")
@@ -123,15 +139,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     command = [part for part in args.command if part != "--"] or ["true"]
     if os.environ.get("DATABASE_URL"):
-        return subprocess.call(command)
+        return _run_until_done(command, dict(os.environ))
     args.dir.parent.mkdir(parents=True, exist_ok=True)
     server = ThrowawayPostgres(args.dir)
     url = server.start()
     print(f"throwaway PostgreSQL at {url} (data in {args.dir})", file=sys.stderr)
     try:
-        return subprocess.call(command, env={**os.environ, "DATABASE_URL": url})
-    except KeyboardInterrupt:
-        return 130
+        return _run_until_done(command, {**os.environ, "DATABASE_URL": url})
     finally:
         server.stop()
 
