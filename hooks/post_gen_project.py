@@ -25,8 +25,8 @@ def format_sources() -> None:
     if ruff is None:
         print("ruff not found: run `make fmt` once after `make install`")
         return
-    subprocess.run([ruff, "check", "--fix-only", "--quiet", "."], check=False)
-    subprocess.run([ruff, "format", "--quiet", "."], check=False)
+    subprocess.run([ruff, "check", "--fix-only", "--quiet", "--no-cache", "."], check=False)
+    subprocess.run([ruff, "format", "--quiet", "--no-cache", "."], check=False)
 
 
 def main() -> int:
