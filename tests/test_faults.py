@@ -5,7 +5,6 @@ and overload. Each test records what it measured (see figures.py and docs/reliab
 import asyncio
 import csv
 import io
-import os
 import shutil
 import signal
 import subprocess
@@ -24,14 +23,13 @@ import httpx
 import psutil
 import pytest
 
-from .baking import load_module, run, tool_env
+from .baking import load_module, run
 from .figures import Figures, percentile
+from .serving import PACKAGE, PINNED, Served, start_service
 
-PACKAGE = "inventory_service"
 APPLICATION_NAME = "inventory-service"  # the default bake's project_slug
 ITEMS = "/items"
 PROBLEM = "application/problem+json"
-PINNED = shutil.which("taskset") is not None and (os.cpu_count() or 1) >= 2
 
 pytestmark = pytest.mark.slow
 
@@ -40,17 +38,6 @@ pytestmark = pytest.mark.slow
 class Postgres:
     server: Any  # the baked project's ThrowawayPostgres
     url: str  # the migrated database of these tests
-
-
-@dataclass
-class Served:
-    process: "subprocess.Popen[bytes]"
-    url: str
-    port: int
-    log: Path
-
-    def output(self) -> str:
-        return self.log.read_text(errors="replace")
 
 
 @dataclass
@@ -99,33 +86,6 @@ async def _execute(url: str, statement: str, *args: Any) -> Any:
         return await connection.fetch(statement, *args)
     finally:
         await connection.close()
-
-
-def start_service(project: Path, database_url: str, log: Path, **env: str) -> Served:
-    port = load_module(project, PACKAGE, "devdb").free_port()
-    command = [sys.executable, "-m", PACKAGE]
-    if PINNED:  # the server on core 0, PostgreSQL and the load generator share the other one
-        command = ["taskset", "-c", "0", *command]
-    settings = {
-        "DATABASE_URL": database_url, "HOST": "127.0.0.1", "PORT": str(port), "APP_ENV": "prod",
-        "ACCESS_LOG": "off", **env,
-    }  # fmt: skip
-    with log.open("wb") as sink:
-        process = subprocess.Popen(
-            command, cwd=project, env=tool_env(project, **settings), stdout=sink, stderr=subprocess.STDOUT
-        )
-    served = Served(process, f"http://127.0.0.1:{port}", port, log)
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            if httpx.get(f"{served.url}/readyz", timeout=1).status_code == 200:
-                return served
-        except httpx.TransportError:
-            pass
-        if process.poll() is not None or time.monotonic() > deadline:
-            process.kill()
-            raise RuntimeError(f"service did not start: {served.output()[-3000:]}")
-        time.sleep(0.05)  # polling a process that is starting: there is no event to wait on
 
 
 @pytest.fixture

@@ -8,7 +8,9 @@ import structlog
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match, Route
 
+from .openapi import document_problems
 from .responses import ProblemResponse
 
 logger = structlog.get_logger(__name__)
@@ -93,7 +95,19 @@ async def _http_error(request: Request, exc: Exception) -> ProblemResponse:
     if isinstance(exc.__cause__, RecursionError):
         return problem(400, "The request body is not valid JSON: nested too deeply.")
     detail = exc.detail if isinstance(exc.detail, str) else HTTPStatus(exc.status_code).description
-    return problem(exc.status_code, detail, headers=dict(exc.headers) if exc.headers else None)
+    headers = dict(exc.headers) if exc.headers else None
+    if exc.status_code == 405:
+        # Starlette's Allow names only the first route on the path (GET), not PATCH and DELETE.
+        headers = {**(headers or {}), "Allow": ", ".join(_allowed_methods(request))}
+    return problem(exc.status_code, detail, headers=headers)
+
+
+def _allowed_methods(request: Request) -> list[str]:
+    methods: set[str] = set()
+    for route in request.app.router.routes:
+        if isinstance(route, Route) and route.methods and route.matches(request.scope)[0] != Match.NONE:
+            methods |= route.methods
+    return sorted(methods)
 
 
 async def _problem_error(request: Request, exc: Exception) -> ProblemResponse:
@@ -156,3 +170,4 @@ def install_error_handlers(app: FastAPI) -> None:
     ):
         app.add_exception_handler(unavailable, _database_unavailable)
     app.add_exception_handler(Exception, _unexpected)
+    document_problems(app)

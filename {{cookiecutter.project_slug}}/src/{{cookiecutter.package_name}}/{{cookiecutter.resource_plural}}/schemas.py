@@ -23,8 +23,18 @@ def _no_nul_or_stray_controls(value: str) -> str:
     return value
 
 
-Name = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_no_control_characters)]
-Description = Annotated[str, Field(max_length=2000), AfterValidator(_no_nul_or_stray_controls)]
+# The patterns only document the validators in the OpenAPI schema (clients, fuzzers); the
+# validators enforce them with a clearer message.
+Name = Annotated[
+    str,
+    Field(min_length=1, max_length=200, json_schema_extra={"pattern": r"^[^\x00-\x1f\x7f]*$"}),
+    AfterValidator(_no_control_characters),
+]
+Description = Annotated[
+    str,
+    Field(max_length=2000, json_schema_extra={"pattern": r"^[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f]*$"}),
+    AfterValidator(_no_nul_or_stray_controls),
+]
 PriceCents = Annotated[int, Field(ge=0, le=INT64_MAX)]
 Quantity = Annotated[int, Field(ge=0, le=INT32_MAX)]
 

@@ -1,0 +1,54 @@
+"""Start the real server process (`python -m <package>`) of a baked project on a free port."""
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from .baking import load_module, tool_env
+
+PACKAGE = "inventory_service"  # the default bake's package
+PINNED = shutil.which("taskset") is not None and (os.cpu_count() or 1) >= 2
+
+
+@dataclass
+class Served:
+    process: "subprocess.Popen[bytes]"
+    url: str
+    port: int
+    log: Path
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+def start_service(project: Path, database_url: str, log: Path, **env: str) -> Served:
+    port = load_module(project, PACKAGE, "devdb").free_port()
+    command = [sys.executable, "-m", PACKAGE]
+    if PINNED:  # the server on core 0, PostgreSQL and the load generator share the other one
+        command = ["taskset", "-c", "0", *command]
+    settings = {
+        "DATABASE_URL": database_url, "HOST": "127.0.0.1", "PORT": str(port), "APP_ENV": "prod",
+        "ACCESS_LOG": "off", **env,
+    }  # fmt: skip
+    with log.open("wb") as sink:
+        process = subprocess.Popen(
+            command, cwd=project, env=tool_env(project, **settings), stdout=sink, stderr=subprocess.STDOUT
+        )
+    served = Served(process, f"http://127.0.0.1:{port}", port, log)
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            if httpx.get(f"{served.url}/readyz", timeout=1).status_code == 200:
+                return served
+        except httpx.TransportError:
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            raise RuntimeError(f"service did not start: {served.output()[-3000:]}")
+        time.sleep(0.05)  # polling a process that is starting: there is no event to wait on

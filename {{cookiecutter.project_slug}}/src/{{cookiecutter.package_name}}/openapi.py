@@ -1,0 +1,85 @@
+"""Make the OpenAPI document say what errors really look like: problem+json, every status.
+
+FastAPI documents only its own 422 shape, as application/json. The service answers every error as
+application/problem+json and can also answer 400 (bad JSON, bad If-Match), 413 (body limit),
+415 (not JSON) and 503 (database unavailable, pool or concurrency limit). Clients and schema
+fuzzers (schemathesis) check responses against this document, so it lists them all.
+"""
+
+from typing import Any
+
+from fastapi import FastAPI
+
+_PROBLEM_REF = {"$ref": "#/components/schemas/Problem"}
+_PROBLEM_CONTENT = {"application/problem+json": {"schema": _PROBLEM_REF}}
+PROBLEM_SCHEMA: dict[str, Any] = {
+    "title": "Problem",
+    "description": "RFC 9457 problem details.",
+    "type": "object",
+    "required": ["type", "title", "status", "detail"],
+    "properties": {
+        "type": {"type": "string"},
+        "title": {"type": "string"},
+        "status": {"type": "integer"},
+        "detail": {"type": "string"},
+        "errors": {
+            "type": "array",
+            "description": "Each invalid field, for 400 and 422.",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "field": {"type": "string"},
+                    "location": {"type": "array", "items": {"type": "string"}},
+                    "message": {"type": "string"},
+                    "type": {"type": "string"},
+                },
+            },
+        },
+    },
+}
+_WITH_BODY = {
+    "400": "The body is not valid JSON or UTF-8, or a header is malformed",
+    "413": "The body exceeds MAX_BODY_BYTES",
+    "415": "The body is not JSON",
+}
+_ALWAYS = {
+    "503": "The database is unavailable or saturated, or the server is at its concurrency "
+    "limit; see Retry-After",
+}
+_RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait.", "schema": {"type": "string"}}}
+
+
+def _document(operation: dict[str, Any]) -> None:
+    responses: dict[str, Any] = operation.setdefault("responses", {})
+    added = {**_ALWAYS}
+    if "requestBody" in operation or any(p.get("in") == "header" for p in operation.get("parameters", [])):
+        added = {**_WITH_BODY, **added}
+    for status, description in added.items():
+        responses.setdefault(status, {"description": description})
+    for status, response in responses.items():
+        if status.isdigit() and int(status) >= 400:
+            response["content"] = _PROBLEM_CONTENT
+    responses["503"]["headers"] = _RETRY_AFTER
+
+
+def with_problems(schema: dict[str, Any]) -> dict[str, Any]:
+    for path in schema.get("paths", {}).values():
+        for operation in path.values():
+            _document(operation)
+    schemas = schema.setdefault("components", {}).setdefault("schemas", {})
+    for unused in ("HTTPValidationError", "ValidationError"):
+        schemas.pop(unused, None)
+    schemas["Problem"] = PROBLEM_SCHEMA
+    return schema
+
+
+def document_problems(app: FastAPI) -> None:
+    """Post-process the app's OpenAPI document once, when it is first generated."""
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = with_problems(generate())
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
