@@ -56,7 +56,7 @@ def test_schemathesis_finds_no_server_error_and_no_schema_violation(
         "--max-examples", EXAMPLES, "--seed", SEED, "--request-timeout", "10", "--no-shrink",
         "--report", "junit", "--report-dir", str(tmp_path),
     ]  # fmt: skip
-    result = run(Path.cwd(), *command, timeout=240)
+    result = run(tmp_path, *command, timeout=240)  # schemathesis keeps a cache in its cwd
     output = result.stdout + result.stderr
     generated = re.search(r"(\d+) generated", output)
     Figures(tmp_path_factory.getbasetemp()).record(
