@@ -1,0 +1,113 @@
+"""`python -m loadtest [run|capacity|k6|probe] ...`: the knee test and its companions.
+
+  run       (default) seed, sweep, knee, open-loop p99, report, budget verdict (exit 1 on a miss)
+  capacity  pod sizing from the latest results; --write-helm-values writes the Helm override
+  k6        the k6 script against --url with thresholds from budget.toml (exit non-zero on a miss)
+  probe     one closed-loop step against any path of --url, printed as JSON
+"""
+
+import argparse
+import json
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+from . import k6, project, run, service
+from .budget import load
+from .capacity import describe, write_helm_values
+from .engine import Engine
+
+COMMANDS = ("run", "capacity", "k6", "probe")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m loadtest", description=__doc__.splitlines()[0])
+    parser.add_argument("--budget", type=Path, default=project.BUDGET, help="budget file (TOML)")
+    parser.add_argument("--results", type=Path, default=project.RESULTS, help="results folder")
+    parser.add_argument("--helm-values", type=Path, default=project.HELM_VALUES, help="Helm values override to write")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    knee = commands.add_parser("run", help="the knee test")
+    knee.add_argument("--url", help="test a running service instead of starting one")
+    knee.add_argument("--scenarios", type=lambda text: text.split(","), help="comma-separated, default all")
+    knee.add_argument("--concurrency", help="comma-separated sweep steps, e.g. 4,16,64")
+    knee.add_argument("--step-seconds", type=float)
+    knee.add_argument("--warmup-seconds", type=float)
+    knee.add_argument("--open-loop-seconds", type=float)
+    knee.add_argument("--seed-rows", type=int)
+    knee.add_argument("--processes", type=int, help="client processes (default: one per client core, at least 2)")
+    knee.add_argument("--no-pin", action="store_true", help="do not pin the server to core 0")
+    knee.add_argument("--no-wrk", action="store_true", help="skip the cross-check with wrk")
+    knee.add_argument("--write-helm-values", action="store_true", help="also write the Helm values override")
+
+    capacity = commands.add_parser("capacity", help="pod sizing from the latest results")
+    capacity.add_argument("--from", dest="source", type=Path, help="results JSON (default: the latest)")
+    capacity.add_argument("--write-helm-values", action="store_true")
+
+    k6_run = commands.add_parser("k6", help="the k6 script with thresholds from the budget")
+    k6_run.add_argument("--url", required=True)
+    k6_run.add_argument("--scenarios", type=lambda text: text.split(","))
+    k6_run.add_argument("--seconds", type=float, default=20.0, help="steady part of each scenario")
+    k6_run.add_argument("--rate-scale", type=float, default=1.0, help="multiply every arrival rate")
+
+    probe = commands.add_parser("probe", help="one closed-loop step against a path")
+    probe.add_argument("--url", required=True)
+    probe.add_argument("--path", default="/healthz")
+    probe.add_argument("--concurrency", type=int, default=64)
+    probe.add_argument("--seconds", type=float, default=5.0)
+    probe.add_argument("--processes", type=int, default=2)
+    return parser
+
+
+def _capacity(args: argparse.Namespace) -> int:
+    budget = load(args.budget)
+    candidates = sorted(Path(args.results).glob("*.json"))
+    candidates = [path for path in candidates if not path.name.startswith("k6-")]
+    source = args.source or (candidates[-1] if candidates else None)
+    if source is None:
+        print(f"no results in {args.results}: run `make loadtest` first", file=sys.stderr)
+        return 2
+    sizing = run.capacity_from(json.loads(Path(source).read_text()), budget)
+    if sizing is None:
+        print(f"{source} has no usable knee (client-bound or failed runs)", file=sys.stderr)
+        return 1
+    print(describe(sizing))
+    if args.write_helm_values:
+        print(f"wrote {write_helm_values(sizing, f'loadtest/results/{Path(source).name}', args.helm_values)}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not any(word in COMMANDS for word in argv) and not {"-h", "--help"} & set(argv):
+        argv = _insert_run(argv)  # `python -m loadtest --url X` means `python -m loadtest run --url X`
+    args = _parser().parse_args(argv)
+    if args.command == "run":
+        return run.main(args, run.with_overrides(load(args.budget), args))
+    if args.command == "capacity":
+        return _capacity(args)
+    if args.command == "k6":
+        budget = load(args.budget)
+        names = args.scenarios or list(budget.scenarios)
+        settings = k6.config(budget, url=args.url, prefix=project.PREFIX, names=names, seconds=args.seconds, rate_scale=args.rate_scale)
+        return k6.run(settings, Path(args.results))
+    target = service.running(args.url)
+    with Engine(target.url, prefix=project.PREFIX, ids=[1], processes=args.processes, server_pid=target.pid) as engine:
+        step = engine.run(((f"GET {args.path}", 1),), concurrency=args.concurrency, duration=args.seconds)
+    print(json.dumps(asdict(step)))
+    return 0
+
+
+def _insert_run(options: list[str]) -> list[str]:
+    """Global options first, then `run` and the rest (argparse wants the sub-command in between)."""
+    globals_ = {"--budget", "--results", "--helm-values"}
+    head: list[str] = []
+    rest = list(options)
+    while rest and rest[0] in globals_:
+        head += rest[:2]
+        rest = rest[2:]
+    return [*head, "run", *rest]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

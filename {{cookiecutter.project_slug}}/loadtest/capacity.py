@@ -1,0 +1,131 @@
+"""Pod sizing from a measured knee: what to set, and how many users that serves (Little's law).
+
+Every number here is arithmetic on the measurement; the assumptions (think time, session length,
+peak-hour share, headroom) are stated in budget.toml [capacity] and printed with the result.
+"""
+
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from .budget import CapacityAssumptions
+
+MIN_BACKLOG = 64
+
+
+@dataclass(frozen=True)
+class Capacity:
+    scenario: str
+    knee_rps: float
+    knee_concurrency: int
+    serving_fraction: float
+    serve_at_rps: float
+    limit_concurrency: int
+    backlog: int
+    pool_min_size: int
+    pool_max_size: int
+    target_rps_per_pod: int
+    concurrent_users: int
+    daily_active_users: int
+    assumptions: dict[str, float | str]
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def size(
+    *,
+    scenario: str,
+    knee_rps: float,
+    knee_concurrency: int,
+    serving_fraction: float,
+    serving_p50_ms: float,
+    max_p99_ms: float,
+    assumptions: CapacityAssumptions,
+) -> Capacity:
+    serve_at = knee_rps * serving_fraction
+    # Just above the knee: the pod still reaches its best throughput, and sheds (503) beyond it.
+    limit = max(knee_concurrency + 1, math.ceil(knee_concurrency * assumptions.limit_headroom))
+    # Connections the pod can drain within the p99 budget at knee speed; more would only wait.
+    backlog = max(MIN_BACKLOG, math.ceil(knee_rps * max_p99_ms / 1000))
+    # Each in-flight request holds at most one connection: the knee concurrency is the most the
+    # pool can usefully have. Warm connections = those busy at the serving load (Little's law).
+    pool_max = max(2, knee_concurrency)
+    pool_min = min(pool_max, max(1, math.ceil(serve_at * serving_p50_ms / 1000)))
+    # Little's law for users: N = X * (Z + R), one request per user action.
+    users = serve_at * (assumptions.think_time_s + serving_p50_ms / 1000)
+    per_peak_hour = users * 60 / assumptions.session_minutes
+    return Capacity(
+        scenario=scenario,
+        knee_rps=round(knee_rps, 1),
+        knee_concurrency=knee_concurrency,
+        serving_fraction=serving_fraction,
+        serve_at_rps=round(serve_at, 1),
+        limit_concurrency=limit,
+        backlog=backlog,
+        pool_min_size=pool_min,
+        pool_max_size=pool_max,
+        target_rps_per_pod=math.floor(serve_at),
+        concurrent_users=math.floor(users),
+        daily_active_users=math.floor(per_peak_hour / assumptions.peak_hour_share),
+        assumptions={
+            "think_time_s": assumptions.think_time_s,
+            "session_minutes": assumptions.session_minutes,
+            "peak_hour_share": assumptions.peak_hour_share,
+            "limit_headroom": assumptions.limit_headroom,
+        },
+    )
+
+
+def describe(capacity: Capacity) -> str:
+    c = capacity
+    a = c.assumptions
+    return "\n".join(
+        [
+            f"Capacity of one pod, from the {c.scenario} knee ({c.knee_rps:,.0f} RPS at"
+            f" {c.knee_concurrency} concurrent):",
+            f"  serve at            {c.serve_at_rps:,.0f} RPS ({c.serving_fraction:.0%} of the knee)",
+            f"  --limit-concurrency {c.limit_concurrency} (knee concurrency x {a['limit_headroom']})",
+            f"  --backlog           {c.backlog}",
+            f"  pool size           {c.pool_min_size}..{c.pool_max_size}",
+            f"  HPA target          {c.target_rps_per_pod} RPS per pod",
+            f"  concurrent users    {c.concurrent_users:,} (think time {a['think_time_s']} s)",
+            f"  daily active users  {c.daily_active_users:,} (sessions of {a['session_minutes']} min,"
+            f" {a['peak_hour_share']:.0%} of a day's users in the peak hour)",
+        ]
+    )
+
+
+def helm_values(capacity: Capacity, source: str) -> str:
+    """The Helm values override, as YAML (written by hand: five scalars need no YAML library)."""
+    return "\n".join(
+        [
+            f"# Written by `make capacity` from {source}: measured, do not edit by hand.",
+            f"# {capacity.scenario} knee {capacity.knee_rps:,.0f} RPS at"
+            f" {capacity.knee_concurrency} concurrent on one core.",
+            "server:",
+            f"  limitConcurrency: {capacity.limit_concurrency}",
+            f"  backlog: {capacity.backlog}",
+            "database:",
+            f"  poolMinSize: {capacity.pool_min_size}",
+            f"  poolMaxSize: {capacity.pool_max_size}",
+            "autoscaling:",
+            f"  targetRPSPerPod: {capacity.target_rps_per_pod}",
+            "# The conditions of the measurement: one core, 4 GB.",
+            "resources:",
+            "  requests:",
+            '    cpu: "1"',
+            "    memory: 4Gi",
+            "  limits:",
+            '    cpu: "1"',
+            "    memory: 4Gi",
+            "",
+        ]
+    )
+
+
+def write_helm_values(capacity: Capacity, source: str, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(helm_values(capacity, source))
+    return path

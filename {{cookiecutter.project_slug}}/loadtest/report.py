@@ -1,0 +1,136 @@
+"""What a run leaves behind: the printed table, results JSON, a Markdown report and a PNG chart."""
+
+import json
+from pathlib import Path
+from typing import Any
+
+from matplotlib.figure import Figure
+
+COLUMNS = ("conc", "rate", "RPS", "p50 ms", "p95 ms", "p99 ms", "max ms", "errors", "client %", "server %")
+
+
+def _cells(step: dict[str, Any]) -> list[str]:
+    def number(value: float | None, digits: int = 1) -> str:
+        return "-" if value is None else f"{value:,.{digits}f}"
+
+    return [
+        str(step["concurrency"] or "-"),
+        number(step["rate"], 0),
+        number(step["rps"], 0),
+        number(step["p50_ms"]),
+        number(step["p95_ms"]),
+        number(step["p99_ms"]),
+        number(step["max_ms"]),
+        str(step["errors"]),
+        number(step["client_cpu"], 0),
+        number(step["server_cpu"], 0),
+    ]
+
+
+def row(step: dict[str, Any], note: str = "") -> str:
+    """One step as a line of the console table."""
+    return "".join(f"{cell:>10}" for cell in _cells(step)) + (f"  {note}" if note else "")
+
+
+def header() -> str:
+    return "".join(f"{column:>10}" for column in COLUMNS)
+
+
+def _step_notes(scenario: dict[str, Any]) -> dict[int, str]:
+    return {scenario["knee_index"]: scenario["verdict"]} if scenario["knee_index"] is not None else {}
+
+
+def markdown(results: dict[str, Any], chart: str | None) -> str:
+    lines = [
+        f"# Load test report: {results['started_at']}",
+        "",
+        f"Target {results['target']['url']}, server {results['target']['pinned']}; client "
+        f"{results['client']['processes']} processes on cores {results['client']['cores']}, "
+        f"capacity {results['client']['capacity_rps']:,.0f} RPS (from its CPU per request on /healthz).",
+        "",
+        "**Budget: " + ("met.**" if results["passed"] else "MISSED.**"),
+        "",
+    ]
+    lines += [f"- {miss}" for miss in results["misses"]]
+    if chart:
+        lines += ["", f"![RPS and latency against concurrency]({chart})"]
+    table_head = "| " + " | ".join(COLUMNS) + " | |"
+    rule = "|" + "---:|" * len(COLUMNS) + "---|"
+    for name, scenario in results["scenarios"].items():
+        budget = scenario["budget"]
+        lines += [
+            "",
+            f"## {name}",
+            "",
+            f"Verdict **{scenario['verdict']}**; budget: knee >= {budget['min_rps']:,.0f} RPS, "
+            f"p99 <= {budget['max_p99_ms']:g} ms at {budget['serving_fraction']:.0%} of the knee, "
+            f"error rate <= {budget['max_error_rate']:.2%}. Observed error rate "
+            f"{scenario['error_rate']:.2%}.",
+            "",
+            table_head,
+            rule,
+        ]
+        notes = _step_notes(scenario)
+        for index, step in enumerate(scenario["steps"]):
+            lines.append("| " + " | ".join(_cells(step)) + f" | {notes.get(index, '')} |")
+        if scenario["serving"]:
+            lines.append("| " + " | ".join(_cells(scenario["serving"])) + " | open loop |")
+    if results.get("wrk_check"):
+        check = results["wrk_check"]
+        lines += [
+            "",
+            "## Cross-check with wrk",
+            "",
+            f"by_id at {check['concurrency']} concurrent, {check['seconds']:g} s each, back to back: "
+            f"this engine {check['engine_rps']:,.0f} RPS, wrk {check['wrk_rps']:,.0f} RPS "
+            f"(ratio {check['ratio']:.3f}; {'within' if check['agree'] else 'NOT within'} 15 %).",
+        ]
+    if results.get("capacity_text"):
+        lines += ["", "## Capacity", "", "```", results["capacity_text"], "```"]
+    return "\n".join(lines) + "\n"
+
+
+def chart(results: dict[str, Any], path: Path) -> Path:
+    """RPS (left axis) and p50/p99 (right axis, log) against concurrency, the knee marked."""
+    names = list(results["scenarios"])
+    figure = Figure(figsize=(7, 3.2 * len(names)), layout="constrained")
+    axes_list = figure.subplots(len(names), 1, squeeze=False)[:, 0]
+    for axes, name in zip(axes_list, names, strict=True):
+        scenario = results["scenarios"][name]
+        steps = scenario["steps"]
+        concurrency = [step["concurrency"] for step in steps]
+        axes.plot(concurrency, [step["rps"] for step in steps], "o-", color="tab:blue", label="RPS")
+        axes.set_xscale("log", base=2)
+        axes.set_xlabel("concurrency (closed loop)")
+        axes.set_ylabel("RPS", color="tab:blue")
+        axes.set_ylim(bottom=0)
+        latency = axes.twinx()
+        latency.plot(concurrency, [step["p50_ms"] for step in steps], "s--", color="tab:green", label="p50")
+        latency.plot(concurrency, [step["p99_ms"] for step in steps], "^--", color="tab:red", label="p99")
+        latency.set_yscale("log")
+        latency.set_ylabel("latency (ms)")
+        if scenario["knee_index"] is not None:
+            knee = steps[scenario["knee_index"]]
+            axes.axvline(knee["concurrency"], color="grey", linestyle=":")
+            axes.annotate(
+                f"{scenario['verdict']}: {knee['rps']:,.0f} RPS @ {knee['concurrency']}",
+                (knee["concurrency"], knee["rps"]),
+                textcoords="offset points",
+                xytext=(6, -14),
+                fontsize=8,
+            )
+        axes.set_title(name)
+        handles = axes.get_legend_handles_labels()[0] + latency.get_legend_handles_labels()[0]
+        latency.legend(handles=handles, loc="upper left", fontsize=8)
+    figure.savefig(path, dpi=90)
+    return path
+
+
+def write(results: dict[str, Any], folder: Path, stamp: str) -> dict[str, Path]:
+    """results/<stamp>.json, .md and .png; returns their paths."""
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = {suffix: folder / f"{stamp}.{suffix}" for suffix in ("json", "md", "png")}
+    paths["json"].write_text(json.dumps(results, indent=2) + "\n")
+    chart(results, paths["png"])
+    paths["md"].write_text(markdown(results, paths["png"].name))
+    return paths

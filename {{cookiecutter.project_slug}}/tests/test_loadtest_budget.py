@@ -1,0 +1,67 @@
+"""budget.toml: parsed as documented, and checked with one clear line per item missed."""
+
+from pathlib import Path
+
+import pytest
+
+from loadtest import project
+from loadtest.budget import Outcome, ScenarioBudget, check, load, parse
+from loadtest.knee import Verdict
+
+LIMITS = ScenarioBudget(min_rps=1000, max_p99_ms=50, max_error_rate=0.0, serving_fraction=0.7)
+
+
+def _outcome(**changes: object) -> Outcome:
+    values: dict[str, object] = {
+        "verdict": Verdict.KNEE,
+        "knee_rps": 1500.0,
+        "serving_rps": 1050.0,
+        "serving_p99_ms": 12.0,
+        "error_rate": 0.0,
+    }
+    return Outcome(**(values | changes))  # type: ignore[arg-type]
+
+
+def test_the_shipped_budget_holds_the_1_core_defaults() -> None:
+    budget = load(project.BUDGET)
+    assert budget.scenarios["by_id"].min_rps == 1000
+    assert budget.scenarios["page"].min_rps == 800
+    assert budget.scenarios["create"].min_rps == 400
+    assert {item.max_p99_ms for item in budget.scenarios.values()} == {50.0}
+    assert {item.serving_fraction for item in budget.scenarios.values()} == {0.7}
+    assert set(budget.scenarios) == {"by_id", "page", "create", "patch", "mixed"}
+
+
+def test_a_scenario_may_override_a_default(tmp_path: Path) -> None:
+    path = tmp_path / "budget.toml"
+    path.write_text("[defaults]\nmax_p99_ms = 80\n[scenarios.slow]\nmin_rps = 5\nmax_p99_ms = 200\n")
+    budget = load(path)
+    assert budget.scenarios["slow"].max_p99_ms == 200
+
+
+def test_a_serving_fraction_above_one_is_refused() -> None:
+    with pytest.raises(ValueError, match="serving_fraction"):
+        parse({"scenarios": {"x": {"min_rps": 1, "serving_fraction": 1.5}}})
+
+
+def test_a_run_within_budget_has_no_miss() -> None:
+    assert check("by_id", LIMITS, _outcome()) == []
+
+
+def test_each_missed_item_gets_its_own_line() -> None:
+    misses = check("by_id", LIMITS, _outcome(knee_rps=800.0, serving_p99_ms=75.5, error_rate=0.02))
+    assert misses == [
+        "MISS by_id: knee at 800 RPS < budget 1,000 RPS",
+        "MISS by_id: p99 75.5 ms at the serving load (1,050 RPS) > budget 50 ms",
+        "MISS by_id: error rate 2.00% > budget 0.00%",
+    ]
+
+
+def test_a_client_bound_run_is_a_miss_not_a_pass() -> None:
+    (miss,) = check("page", LIMITS, _outcome(verdict=Verdict.CLIENT_BOUND))
+    assert miss.startswith("MISS page: client-bound")
+
+
+def test_a_run_without_an_open_loop_step_cannot_claim_its_p99() -> None:
+    (miss,) = check("by_id", LIMITS, _outcome(serving_p99_ms=None))
+    assert "p99 unknown" in miss

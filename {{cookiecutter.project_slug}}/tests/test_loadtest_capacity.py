@@ -1,0 +1,64 @@
+"""Pod sizing from a knee: the arithmetic on known inputs, and the Helm values it writes."""
+
+from pathlib import Path
+
+import pytest
+
+from loadtest.budget import CapacityAssumptions
+from loadtest.capacity import Capacity, helm_values, size, write_helm_values
+
+ASSUMPTIONS = CapacityAssumptions(
+    scenario="mixed", limit_headroom=1.25, think_time_s=5.0, session_minutes=10.0, peak_hour_share=0.15
+)
+
+
+def _sizing() -> Capacity:
+    return size(
+        scenario="mixed",
+        knee_rps=1000.0,
+        knee_concurrency=16,
+        serving_fraction=0.7,
+        serving_p50_ms=10.0,
+        max_p99_ms=50.0,
+        assumptions=ASSUMPTIONS,
+    )
+
+
+def test_the_pod_serves_at_the_serving_fraction_of_its_knee() -> None:
+    sizing = _sizing()
+    assert sizing.serve_at_rps == 700
+    assert sizing.target_rps_per_pod == 700
+
+
+def test_the_concurrency_limit_sits_just_above_the_knee() -> None:
+    assert _sizing().limit_concurrency == 20  # 16 x 1.25
+
+
+def test_the_limit_is_above_the_knee_even_for_a_knee_of_one() -> None:
+    sizing = size(
+        scenario="x", knee_rps=100, knee_concurrency=1, serving_fraction=0.7,
+        serving_p50_ms=5, max_p99_ms=50, assumptions=ASSUMPTIONS,
+    )  # fmt: skip
+    assert sizing.limit_concurrency == 2
+
+
+def test_the_pool_holds_what_is_busy_at_serving_load_up_to_the_knee_concurrency() -> None:
+    sizing = _sizing()
+    assert sizing.pool_max_size == 16
+    assert sizing.pool_min_size == 7  # Little's law: 700 RPS x 0.010 s
+
+
+def test_users_follow_littles_law_for_the_stated_think_time() -> None:
+    sizing = _sizing()
+    assert sizing.concurrent_users == 3507  # 700 x (5 + 0.010)
+    # 3,507 x 6 sessions an hour / 0.15 of the day's users in the peak hour
+    assert sizing.daily_active_users == pytest.approx(3507 * 6 / 0.15, rel=1e-3)
+
+
+def test_the_helm_override_uses_the_chart_keys(tmp_path: Path) -> None:
+    path = write_helm_values(_sizing(), "loadtest/results/x.json", tmp_path / "chart" / "values-capacity.yaml")
+    text = path.read_text()
+    assert text == helm_values(_sizing(), "loadtest/results/x.json")
+    for line in ("server:", "  limitConcurrency: 20", "database:", "  poolMinSize: 7",
+                 "  poolMaxSize: 16", "autoscaling:", "  targetRPSPerPod: 700"):  # fmt: skip
+        assert f"\n{line}\n" in text

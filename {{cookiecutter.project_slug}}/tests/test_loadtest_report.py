@@ -1,0 +1,67 @@
+"""The report of a load test: table, JSON, Markdown with the verdicts and a PNG chart."""
+
+import json
+from pathlib import Path
+from typing import Any
+
+from loadtest import report
+
+
+def _step(concurrency: int | None, rps: float, p99: float, rate: float | None = None) -> dict[str, Any]:
+    return {
+        "concurrency": concurrency, "rate": rate, "seconds": 5.0, "requests": int(rps * 5),
+        "errors": 0, "rps": rps, "p50_ms": p99 / 3, "p95_ms": p99 / 1.5, "p99_ms": p99,
+        "max_ms": p99 * 2, "client_cpu": 20.0, "server_cpu": 95.0,
+    }  # fmt: skip
+
+
+def _results(misses: list[str]) -> dict[str, Any]:
+    steps = [_step(1, 600, 2), _step(2, 1100, 3), _step(4, 1500, 4), _step(8, 1550, 9)]
+    budget = {"min_rps": 1000, "max_p99_ms": 50.0, "max_error_rate": 0.0, "serving_fraction": 0.7}
+    return {
+        "started_at": "2025-01-01T00:00:00+00:00",
+        "target": {"url": "http://127.0.0.1:8000", "pid": 1, "pinned": "core 0", "started_here": True},
+        "client": {"processes": 2, "cores": [1], "capacity_rps": 20000},
+        "scenarios": {
+            "by_id": {
+                "budget": budget,
+                "steps": steps,
+                "verdict": "knee",
+                "knee_index": 2,
+                "serving": _step(None, 1050, 7.5, rate=1050),
+                "error_rate": 0.0,
+                "misses": misses,
+            }
+        },
+        "misses": misses,
+        "passed": not misses,
+        "wrk_check": {"concurrency": 4, "seconds": 5, "engine_rps": 1500, "wrk_rps": 1560, "ratio": 0.96, "agree": True},
+        "capacity_text": "Capacity of one pod ...",
+    }
+
+
+def test_the_markdown_states_the_verdict_the_knee_and_the_cross_check() -> None:
+    text = report.markdown(_results([]), "chart.png")
+    assert "**Budget: met.**" in text
+    assert "| 4 | - | 1,500 |" in text
+    assert text.count("| knee |") == 1
+    assert "| open loop |" in text
+    assert "this engine 1,500 RPS, wrk 1,560 RPS" in text
+    assert "![RPS and latency against concurrency](chart.png)" in text
+
+
+def test_the_markdown_lists_every_miss() -> None:
+    text = report.markdown(_results(["MISS by_id: one", "MISS by_id: two"]), None)
+    assert "**Budget: MISSED.**" in text
+    assert "- MISS by_id: one\n- MISS by_id: two\n" in text
+
+
+def test_write_leaves_json_markdown_and_a_png_chart(tmp_path: Path) -> None:
+    paths = report.write(_results([]), tmp_path, "20250101T000000Z")
+    assert json.loads(paths["json"].read_text())["scenarios"]["by_id"]["knee_index"] == 2
+    assert paths["png"].read_bytes().startswith(b"\x89PNG")
+    assert "20250101T000000Z.png" in paths["md"].read_text()
+
+
+def test_the_console_row_lines_up_with_the_header() -> None:
+    assert len(report.row(_step(4, 1500, 4))) == len(report.header())
