@@ -9,6 +9,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections import Counter
@@ -65,10 +66,15 @@ def figures(tmp_path_factory: pytest.TempPathFactory) -> Figures:
 
 
 @pytest.fixture(scope="module")
-def postgres(default_project: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Postgres]:
-    """A PostgreSQL these tests may stop: never the shared one of the other suites."""
+def postgres(default_project: Path) -> Iterator[Postgres]:
+    """A PostgreSQL these tests may stop: never the shared one of the other suites.
+
+    Its data lives outside pytest's temporary root: a pytest session starting meanwhile resets
+    that root to 0700, which would stop the server's own user from reaching it on a restart.
+    """
     devdb = load_module(default_project, PACKAGE, "devdb")
-    server = devdb.ThrowawayPostgres(tmp_path_factory.mktemp("faults-pg") / "data")
+    folder = Path(tempfile.mkdtemp(prefix="faults-pg-"))
+    server = devdb.ThrowawayPostgres(folder / "data")
     server.start()
     try:
         url = server.url.rsplit("/", 1)[0] + "/faults"
@@ -78,6 +84,7 @@ def postgres(default_project: Path, tmp_path_factory: pytest.TempPathFactory) ->
         yield Postgres(server, url)
     finally:
         server.stop("immediate")
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 async def _execute(url: str, statement: str, *args: Any) -> Any:
