@@ -29,8 +29,7 @@ import psutil
 from .http import Op, build_mix, exchange
 
 START_DELAY_S = 0.5  # time for every worker to receive its job and connect before the start
-MAX_OPEN_LOOP_CONNECTIONS = 256  # per process: under the server's admission limit; beyond it
-# requests wait for a connection, from their scheduled start, so the wait shows in p99
+Connection_ = tuple[asyncio.StreamReader, asyncio.StreamWriter]
 IO_ERRORS = (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError)
 
 
@@ -39,8 +38,8 @@ class Job:
     mix: tuple[tuple[str, int], ...]
     start_at: float  # wall clock (time.time)
     duration: float
-    connections: int = 0  # closed loop when > 0
-    rate: float = 0.0  # open loop (requests per second) when > 0
+    connections: int = 1  # closed loop: the concurrency; open loop: the connections to use
+    rate: float = 0.0  # open loop (requests per second) when > 0, else closed loop
     seed: int = 0
 
 
@@ -85,7 +84,7 @@ class _Run:
         self.start = time.perf_counter() + offset
         self.end = self.start + job.duration
         # Closed loop: the window's throughput. Open loop: every scheduled request counts.
-        self.record_until = self.end if job.connections else math.inf
+        self.record_until = math.inf if job.rate else self.end
 
     async def _connect(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         return await asyncio.open_connection(self.host, self.port)
@@ -128,15 +127,16 @@ class _Run:
         await asyncio.gather(*(self._closed_connection() for _ in range(self.job.connections)))
 
     async def open(self) -> None:
-        idle = [await self._connect() for _ in range(min(64, math.ceil(self.job.rate * 0.02) + 2))]
-        slots = asyncio.Semaphore(MAX_OPEN_LOOP_CONNECTIONS)
+        """Requests at fixed intervals over `connections` keep-alive connections, like a load
+        balancer's upstream pool; a request waiting for a free one waits from its scheduled start."""
+        pool: asyncio.Queue[Connection_ | None] = asyncio.Queue()
+        for _ in range(self.job.connections):
+            pool.put_nowait(await self._connect())
         tasks: set[asyncio.Task[None]] = set()
 
         async def scheduled(at: float) -> None:
-            async with slots:
-                conn = await self._one(idle.pop() if idle else None, at)
-                if conn is not None:
-                    idle.append(conn)
+            conn = await pool.get()
+            pool.put_nowait(await self._one(conn, at))
 
         interval = 1 / self.job.rate
         for index in range(math.ceil(self.job.duration * self.job.rate)):
@@ -147,14 +147,16 @@ class _Run:
             task = asyncio.create_task(scheduled(at))
             tasks.add(task)
             task.add_done_callback(tasks.discard)
-        await asyncio.wait(set(tasks), timeout=max(1.0, self.job.duration))
+        if tasks:
+            await asyncio.wait(set(tasks), timeout=max(1.0, self.job.duration))
         late = sum(1 for task in tasks if not task.done())  # never answered: a failure
         self.errors += late
         self.unanswered += late
         for task in list(tasks):
             task.cancel()
-        for _, writer in idle:
-            writer.close()
+        while not pool.empty():
+            if (conn := pool.get_nowait()) is not None:
+                conn[1].close()
 
 
 def _serve_jobs(channel: Connection, host: str, port: int, prefix: str, ids: Sequence[int]) -> None:
@@ -166,7 +168,7 @@ def _serve_jobs(channel: Connection, host: str, port: int, prefix: str, ids: Seq
     channel.send("ready")
     while (job := channel.recv()) is not None:
         run = _Run(host, port, build_mix(job.mix, prefix, ids), job)
-        asyncio.run(run.closed() if job.connections else run.open())
+        asyncio.run(run.open() if job.rate else run.closed())
         channel.send(Part(run.latencies, run.errors, run.unanswered))
 
 
@@ -242,14 +244,19 @@ class Engine:
         duration: float,
         concurrency: int = 0,
         rate: float = 0.0,
+        connections: int = 0,
     ) -> Step:
-        """One step: `concurrency` connections in a closed loop, or `rate` requests/s open loop."""
+        """One step: `concurrency` connections in a closed loop, or `rate` requests/s open loop
+        over `connections` connections (default: one per request in flight at 20 ms each)."""
         if (concurrency > 0) == (rate > 0):
             raise ValueError("give either concurrency or rate")
-        count = self.processes if rate else min(self.processes, concurrency)
+        if rate:
+            connections = max(connections or math.ceil(rate * 0.02), self.processes)
+        count = min(self.processes, concurrency or connections)
         start_at = time.time() + START_DELAY_S
         for index, channel in enumerate(self._channels[:count]):
-            share = concurrency // count + (1 if index < concurrency % count else 0)
+            total = concurrency or connections
+            share = total // count + (1 if index < total % count else 0)
             seed = int.from_bytes(os.urandom(4), "big")
             channel.send(Job(mix, start_at, duration, share, rate / count if rate else 0.0, seed))
         time.sleep(max(0.0, start_at - time.time()))  # the measurement window opens now

@@ -18,6 +18,7 @@ from .scenarios import PROBE, SCENARIOS
 
 PROBE_CONCURRENCY = 64
 WARMUP_CONCURRENCY = 8
+OPEN_LOOP_CONNECTIONS_PER_KNEE = 2
 
 
 def _say(line: str) -> None:
@@ -41,7 +42,10 @@ def _sweep(engine: Engine, name: str, budget: Budget, capacity_rps: float, clien
     serving = None
     if verdict is not Verdict.CLIENT_BOUND and knee.rps > 0:
         rate = knee.rps * limits.serving_fraction
-        serving = engine.run(mix, rate=rate, duration=sweep.open_loop_seconds)
+        # Connections like a load balancer's keep-alive pool sized above the knee: enough for the
+        # service's best throughput, without a connection storm that no real ingress would send.
+        connections = OPEN_LOOP_CONNECTIONS_PER_KNEE * (knee.concurrency or 1)
+        serving = engine.run(mix, rate=rate, duration=sweep.open_loop_seconds, connections=connections)
         _say(report.row(asdict(serving), f"open loop at {limits.serving_fraction:.0%} of the knee"))
     judged = [*steps[: index + 1], *([serving] if serving else [])]
     requests = sum(step.requests for step in judged)
@@ -85,9 +89,10 @@ def capacity_from(results: dict[str, Any], budget: Budget) -> Capacity | None:
     return None
 
 
-def _wrk_check(engine: Engine, target: service.Target, ids: list[int], scenario: dict[str, Any], seconds: float, threads: int) -> dict[str, Any]:
+def _wrk_check(engine: Engine, target: service.Target, ids: list[int], scenario: dict[str, Any], step_seconds: float, threads: int) -> dict[str, Any]:
     """This engine, wrk, this engine again, at the knee concurrency: within the same minute."""
     concurrency = scenario["steps"][scenario["knee_index"]]["concurrency"]
+    seconds = crosscheck.whole_seconds(step_seconds)
     first = engine.run(SCENARIOS["by_id"], concurrency=concurrency, duration=seconds)
     wrk = crosscheck.wrk_by_id(target.url, project.PREFIX, ids, concurrency=concurrency, seconds=seconds, threads=threads)
     second = engine.run(SCENARIOS["by_id"], concurrency=concurrency, duration=seconds)
