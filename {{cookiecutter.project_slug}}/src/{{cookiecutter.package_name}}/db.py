@@ -110,6 +110,8 @@ class Database:
             server_settings={
                 "application_name": application_name,
                 "statement_timeout": str(settings.statement_timeout_ms),
+                # JSON built by PostgreSQL renders timestamps in this zone: UTC, like the API.
+                "timezone": "UTC",
             },
         )
         return cls(pool, settings.pool_acquire_timeout, on_acquire_wait)

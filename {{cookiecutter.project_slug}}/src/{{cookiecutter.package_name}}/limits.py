@@ -7,20 +7,22 @@ from uvicorn.protocols.http import h11_impl, httptools_impl
 from .errors import RETRY_AFTER_SECONDS, problem
 
 _CONTENT_LENGTH = b"content-length"
+_TRANSFER_ENCODING = b"transfer-encoding"
 
 
 class _BodyTooLarge(Exception):
     """Raised into the app to stop it reading a body already answered with 413."""
 
 
-def _declared_length(scope: Scope) -> int | None:
+def _declared_length(scope: Scope) -> tuple[int, bool]:
+    """(Content-Length or 0, whether the body is chunked and must be counted as it arrives)."""
+    length, chunked = 0, False
     for name, value in scope["headers"]:
-        if name == _CONTENT_LENGTH:
-            try:
-                return int(value)
-            except ValueError:
-                return None
-    return None
+        if name == _CONTENT_LENGTH and value.isdigit():
+            length = int(value)
+        elif name == _TRANSFER_ENCODING:
+            chunked = True
+    return length, chunked
 
 
 class BodySizeLimitMiddleware:
@@ -47,9 +49,9 @@ class BodySizeLimitMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        length = _declared_length(scope)
-        if length is not None:
-            # The server never hands the app more than Content-Length bytes: nothing to count.
+        length, chunked = _declared_length(scope)
+        if not chunked:
+            # No body, or one of declared length that the server never lets overrun.
             if length > self.max_bytes:
                 await self._refuse(scope, receive, send)
                 return

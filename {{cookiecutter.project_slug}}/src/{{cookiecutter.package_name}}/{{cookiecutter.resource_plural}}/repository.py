@@ -5,6 +5,10 @@ from . import sql
 from .schemas import {{ cookiecutter.__resource_class }}Create, {{ cookiecutter.__resource_class }}Update
 
 
+# Reads and writes return a record of (version, body): body is the JSON document, built by
+# PostgreSQL; create adds the id for the Location header.
+
+
 async def create_{{ cookiecutter.resource }}(connection: Connection, *, new: {{ cookiecutter.__resource_class }}Create) -> Record:
     record = await connection.fetchrow(
         sql.INSERT, new.name, new.description, new.price_cents, new.quantity
@@ -17,8 +21,10 @@ async def get_{{ cookiecutter.resource }}(connection: Connection, *, {{ cookiecu
     return await connection.fetchrow(sql.SELECT_BY_ID, {{ cookiecutter.resource }}_id)
 
 
-async def list_{{ cookiecutter.resource_plural }}(connection: Connection, *, after: int, limit: int) -> list[Record]:
-    return await connection.fetch(sql.SELECT_PAGE, after, limit)
+async def list_{{ cookiecutter.resource_plural }}(connection: Connection, *, after: int, limit: int) -> str:
+    """The page document: {"data": [...], "next_after": id-or-null}."""
+    page: str = await connection.fetchval(sql.SELECT_PAGE, after, limit)
+    return page
 
 
 async def update_{{ cookiecutter.resource }}(

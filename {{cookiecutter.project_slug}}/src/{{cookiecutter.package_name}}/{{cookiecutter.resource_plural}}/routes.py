@@ -3,7 +3,6 @@
 import re
 from typing import Annotated, Any
 
-import orjson
 from fastapi import APIRouter, Header, Path, Query, Request, Response
 
 from ..db import Database, Record
@@ -32,8 +31,9 @@ def _db(request: Request) -> Database:
 
 
 def _encode(record: Record) -> bytes:
-    # The response_model below documents the shape; the record is encoded once by orjson.
-    return orjson.dumps(dict(record))
+    # The response_model documents the shape (OpenAPI); the body was built by PostgreSQL (sql.py).
+    body: str = record["body"]
+    return body.encode()
 
 
 def _etag(record: Record) -> str:
@@ -92,12 +92,8 @@ async def list_{{ cookiecutter.resource_plural }}(
     after: Annotated[int, Query(ge=0, le=INT64_MAX, description="Last id of the previous page.")] = 0,
 ) -> Response:
     async with _db(request).connection() as connection:
-        # One row more than asked says whether another page exists without a COUNT.
-        records = await repository.list_{{ cookiecutter.resource_plural }}(connection, after=after, limit=limit + 1)
-    page = records[:limit]
-    next_after = page[-1]["id"] if len(records) > limit else None
-    body = orjson.dumps({"data": [dict(record) for record in page], "next_after": next_after})
-    return JSONBytesResponse(body)
+        page = await repository.list_{{ cookiecutter.resource_plural }}(connection, after=after, limit=limit)
+    return JSONBytesResponse(page.encode())
 
 
 @router.patch(

@@ -1,0 +1,117 @@
+"""Python CPU per request of each way to turn rows into a JSON body, route by route.
+
+    DATABASE_URL=... python bench/hotpaths.py
+
+For by-id, page, create and patch: (a) FastAPI's response_model path (pydantic-core validates the
+dict, then dumps JSON bytes), (b) orjson bytes from the record, (c) JSON built by PostgreSQL
+(`row_to_json` / `json_agg` ... `::text`) passed through as bytes. Measures process CPU time, so
+PostgreSQL's own work (on another core) is not counted; the three share everything else.
+"""
+
+import asyncio
+import os
+import statistics
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+from typing import Any
+
+import asyncpg
+import orjson
+from pydantic import BaseModel, TypeAdapter
+
+COLUMNS = "id, name, description, price_cents, quantity, created_at, updated_at, version"
+BY_ID = f"SELECT {COLUMNS} FROM items WHERE id = $1"
+PAGE = f"SELECT {COLUMNS} FROM items WHERE id > $1 ORDER BY id LIMIT $2"
+INSERT = f"INSERT INTO items (name, description, price_cents, quantity) VALUES ($1, $2, $3, $4) RETURNING {COLUMNS}"
+UPDATE = f"UPDATE items SET quantity = $2, version = version + 1 WHERE id = $1 RETURNING {COLUMNS}"
+JSON_BY_ID = f"SELECT version, row_to_json(t)::text FROM ({BY_ID}) t"
+JSON_PAGE = f"SELECT coalesce(json_agg(t), '[]')::text FROM ({PAGE}) t"
+JSON_INSERT = f"WITH t AS ({INSERT}) SELECT version, row_to_json(t)::text FROM t"
+JSON_UPDATE = f"WITH t AS ({UPDATE}) SELECT version, row_to_json(t)::text FROM t"
+
+
+class Item(BaseModel):
+    id: int
+    name: str
+    description: str | None
+    price_cents: int
+    quantity: int
+    created_at: datetime
+    updated_at: datetime
+    version: int
+
+
+class Page(BaseModel):
+    data: list[Item]
+    next_after: int | None
+
+
+ITEM, PAGE_OF = TypeAdapter(Item), TypeAdapter(Page)
+
+
+def _strategies(c: Any) -> dict[str, dict[str, Callable[[int], Awaitable[bytes]]]]:
+    async def by_id_model(n: int) -> bytes:
+        return ITEM.dump_json(ITEM.validate_python(dict(await c.fetchrow(BY_ID, n))))
+
+    async def by_id_orjson(n: int) -> bytes:
+        return orjson.dumps(dict(await c.fetchrow(BY_ID, n)))
+
+    async def by_id_pg(n: int) -> bytes:
+        return (await c.fetchrow(JSON_BY_ID, n))[1].encode()
+
+    async def page_model(n: int) -> bytes:
+        rows = await c.fetch(PAGE, n, 21)
+        return PAGE_OF.dump_json(PAGE_OF.validate_python({"data": [dict(r) for r in rows[:20]], "next_after": rows[19]["id"]}))
+
+    async def page_orjson(n: int) -> bytes:
+        rows = await c.fetch(PAGE, n, 21)
+        return orjson.dumps({"data": [dict(r) for r in rows[:20]], "next_after": rows[19]["id"]})
+
+    async def page_pg(n: int) -> bytes:
+        return b'{"data":' + (await c.fetchval(JSON_PAGE, n, 20)).encode() + b',"next_after":' + str(n + 20).encode() + b"}"
+
+    def writes(sql: str, args: Callable[[int], tuple[Any, ...]], kind: str) -> Callable[[int], Awaitable[bytes]]:
+        async def run(n: int) -> bytes:
+            row = await c.fetchrow(sql, *args(n))
+            if kind == "model":
+                return ITEM.dump_json(ITEM.validate_python(dict(row)))
+            if kind == "orjson":
+                return orjson.dumps(dict(row))
+            return row[1].encode()
+
+        return run
+
+    new = lambda n: ("bench", "made here", 100, n % 7)  # noqa: E731
+    patch = lambda n: (n, n % 9)  # noqa: E731
+    return {
+        "by_id": {"response_model": by_id_model, "orjson": by_id_orjson, "postgres_json": by_id_pg},
+        "page": {"response_model": page_model, "orjson": page_orjson, "postgres_json": page_pg},
+        "create": {k: writes(sql, new, k[:6] if k != "postgres_json" else "pg") for k, sql in
+                   (("response_model", INSERT), ("orjson", INSERT), ("postgres_json", JSON_INSERT))},
+        "patch": {k: writes(sql, patch, k[:6] if k != "postgres_json" else "pg") for k, sql in
+                  (("response_model", UPDATE), ("orjson", UPDATE), ("postgres_json", JSON_UPDATE))},
+    }  # fmt: skip
+
+
+async def main(loops: int = 2000, repeats: int = 5) -> None:
+    c = await asyncpg.connect(os.environ["DATABASE_URL"], server_settings={"timezone": "UTC"})
+    await c.execute("SET synchronous_commit = off")
+    results: dict[str, dict[str, list[float]]] = {}
+    for route, strategies in _strategies(c).items():
+        results[route] = {name: [] for name in strategies}
+        for _ in range(repeats):  # interleaved, so drift hits every strategy alike
+            for name, strategy in strategies.items():
+                start = time.process_time()
+                for n in range(1, loops + 1):
+                    await strategy(n * 37 % 90_000 + 1)
+                results[route][name].append((time.process_time() - start) / loops * 1e6)
+    await c.close()
+    print(f"{'route':8} " + " ".join(f"{n:>16}" for n in ("response_model", "orjson", "postgres_json")) + "  (us CPU/request, median)")
+    for route, per in results.items():
+        print(f"{route:8} " + " ".join(f"{statistics.median(v):16.1f}" for v in per.values()))
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))

@@ -1,0 +1,55 @@
+"""GET /metrics: Prometheus text with route templates, pool, loop lag and process metrics."""
+
+import re
+
+import httpx
+
+BASE = "/{{ cookiecutter.resource_plural }}"
+TEMPLATE = "/{{ cookiecutter.resource_plural }}/{{ '{' }}{{ cookiecutter.resource }}_id{{ '}' }}"
+
+
+def _value(text: str, pattern: str) -> float:
+    match = re.search("^" + pattern + r" (\S+)$", text, re.MULTILINE)
+    assert match is not None, pattern
+    return float(match.group(1))
+
+
+async def test_requests_are_counted_by_route_template_never_by_raw_path(client: httpx.AsyncClient) -> None:
+    before = (await client.get("/metrics")).text
+    labels = r'\{method="GET",route="' + re.escape(TEMPLATE) + r'",status="404"\}'
+    series = "http_requests_total" + labels
+    start = _value(before, series) if re.search(series, before) else 0.0
+    for missing in (123456789, 223456789):
+        assert (await client.get(f"{BASE}/{missing}")).status_code == 404
+    response = await client.get("/metrics")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/plain")
+    text = response.text
+    assert _value(text, series) == start + 2
+    assert "123456789" not in text
+    assert _value(text, "http_request_duration_seconds_count" + labels) >= 2
+
+
+async def test_unmatched_paths_share_one_label(client: httpx.AsyncClient) -> None:
+    await client.get("/no/such/path/42")
+    text = (await client.get("/metrics")).text
+    assert 'route="<unmatched>"' in text
+    assert "/no/such/path/42" not in text
+
+
+async def test_pool_loop_lag_in_flight_and_process_metrics_are_exported(client: httpx.AsyncClient) -> None:
+    await client.get(f"{BASE}/1")  # at least one acquire
+    text = (await client.get("/metrics")).text
+    assert _value(text, "db_pool_size") >= 2
+    assert _value(text, "db_pool_max_size") == 10
+    assert 0 <= _value(text, "db_pool_idle") <= _value(text, "db_pool_size")
+    assert _value(text, "db_pool_acquire_wait_seconds_count") >= 1
+    assert _value(text, "http_requests_in_flight") == 1  # this very scrape
+    assert "event_loop_lag_seconds_bucket" in text
+    assert _value(text, "process_resident_memory_bytes") > 0
+    assert "python_gc_collections_total" in text
+
+
+async def test_metrics_are_not_in_the_openapi_schema(client: httpx.AsyncClient) -> None:
+    schema = (await client.get("/openapi.json")).json()
+    assert "/metrics" not in schema["paths"]
