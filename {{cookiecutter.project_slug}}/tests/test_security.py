@@ -1,6 +1,7 @@
 """Security basics: no internals in responses, no versions disclosed, no password in any log line,
 and the headers a JSON API should send."""
 
+import json
 import os
 import secrets
 import subprocess
@@ -100,7 +101,7 @@ async def test_https_requests_get_strict_transport_security(app: FastAPI) -> Non
     assert headers["strict-transport-security"].startswith("max-age=")
 
 
-def test_redaction_masks_the_password_and_any_url_password() -> None:
+def test_redaction_before_the_renderer_masks_every_value_of_the_event() -> None:
     redact = RedactSecrets(["hunter2"])
     event = redact(
         None,
@@ -112,12 +113,22 @@ def test_redaction_masks_the_password_and_any_url_password() -> None:
             "count": 3,
         },
     )
+    assert isinstance(event, dict)
     text = repr(event)
     assert "hunter2" not in text
     assert "pa55" not in text
     assert "postgresql://app:***@db:5432/x" in event["event"]
     assert event["count"] == 3
     assert MASK in event["exception"]
+
+
+def test_redaction_masks_a_rendered_json_line_without_breaking_it() -> None:
+    password = 'p"w\\d'
+    line = json.dumps({"event": "x", "dsn": f"postgresql://app:{password}@db/x", "pw": password, "email": "a@b.c"})
+    masked = RedactSecrets([password])(None, "info", line)
+    assert isinstance(masked, str)
+    assert password not in masked
+    assert json.loads(masked) == {"event": "x", "dsn": "postgresql://app:***@db/x", "pw": MASK, "email": "a@b.c"}
 
 
 def _with_password(url: str, password: str) -> str:

@@ -22,8 +22,8 @@ def configure_logging(settings: Settings) -> None:
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             structlog.processors.format_exc_info,
-            redact_secrets(settings),  # after format_exc_info: tracebacks are masked too
             renderer,
+            redact_secrets(settings),  # last: masks the whole rendered line, traceback included
         ],
         # Filtering by level in the bound logger class makes a disabled call nearly free.
         wrapper_class=structlog.make_filtering_bound_logger(level),
