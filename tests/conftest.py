@@ -1,5 +1,7 @@
 """Session fixtures of the template's tests: the default bake and one real PostgreSQL server."""
 
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,9 +16,17 @@ def default_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def postgres_url(default_project: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def postgres_url(default_project: Path) -> Iterator[str]:
     """A throwaway PostgreSQL (the baked service's own helper) shared by every baked suite;
-    each suite creates and drops a database of its own on it."""
+    each suite creates and drops a database of its own on it.
+
+    Its data lives outside pytest's temporary root, which any pytest session starting meanwhile
+    resets to 0700: the server's own user could then no longer reach it to stop it.
+    """
     devdb = load_module(default_project, "inventory_service", "devdb")
-    with devdb.ThrowawayPostgres(tmp_path_factory.mktemp("postgres") / "data") as server:
-        yield server.url
+    folder = Path(tempfile.mkdtemp(prefix="template-pg-"))
+    try:
+        with devdb.ThrowawayPostgres(folder / "data") as server:
+            yield server.url
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
