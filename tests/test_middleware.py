@@ -1,0 +1,126 @@
+"""The baked default service over real TCP: its middleware at work, and `make bench` end to end."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+
+from .baking import TEMPLATE, load_module, run, tool_env
+
+ITEM_TEMPLATE = "/items/{item_id}"
+
+
+@pytest.fixture(scope="module")
+def database_url(default_project: Path, postgres_url: str) -> Iterator[str]:
+    """A migrated database of this module's own on the shared PostgreSQL."""
+    name = "middleware_check"
+    base, _, _ = postgres_url.rpartition("/")
+    admin = ["-c", f"import asyncio, asyncpg, sys\nasync def main():\n    c = await asyncpg.connect({postgres_url!r})\n    await c.execute(sys.argv[1])\n    await c.close()\nasyncio.run(main())"]
+    subprocess.run([sys.executable, *admin, f'CREATE DATABASE "{name}"'], check=True)
+    url = f"{base}/{name}"
+    migrated = run(default_project, sys.executable, "-m", "alembic", "upgrade", "head", DATABASE_URL=url)
+    assert migrated.returncode == 0, migrated.stderr
+    yield url
+    subprocess.run([sys.executable, *admin, f'DROP DATABASE "{name}" WITH (FORCE)'], check=True)
+
+
+@contextmanager
+def serve(project: Path, database_url: str, log: Path, **env: str) -> Iterator[str]:
+    devdb = load_module(project, "inventory_service", "devdb")
+    port = devdb.free_port()
+    with log.open("wb") as output:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "inventory_service"],
+            cwd=project,
+            env=tool_env(project, DATABASE_URL=database_url, PORT=str(port), **env),
+            stdout=output,
+            stderr=subprocess.STDOUT,
+        )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    try:
+        while True:
+            try:
+                httpx.get(f"{base}/healthz", timeout=1)
+                break
+            except httpx.TransportError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(log.read_text()[-2000:]) from None
+                time.sleep(0.05)  # polling a process that is starting: no event to wait on
+        yield base
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def test_baked_service_middleware_over_tcp(default_project: Path, database_url: str, tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    with serve(default_project, database_url, log, MAX_BODY_BYTES="1000") as base, httpx.Client(base_url=base) as http:
+        created = http.post("/items", json={"name": "tcp", "price_cents": 1}, headers={"x-request-id": "tmpl-create"})
+        assert created.status_code == 201
+        assert created.headers["x-request-id"] == "tmpl-create"
+        item_id = created.json()["id"]
+        fetched = http.get(f"/items/{item_id}", headers={"x-request-id": "tmpl-get"})
+        assert fetched.json() == created.json()
+        assert fetched.headers["x-request-id"] == "tmpl-get"
+        assert len(http.get("/healthz").headers["x-request-id"]) == 32
+
+        oversize = http.post("/items", content=b"{" + b" " * 2000 + b"}", headers={"content-type": "application/json"})
+        assert oversize.status_code == 413
+        assert oversize.headers["content-type"] == "application/problem+json"
+
+        metrics = http.get("/metrics").text
+        assert f'http_requests_total{{method="GET",route="{ITEM_TEMPLATE}",status="200"}} 1.0' in metrics
+        assert f"/items/{item_id}\"" not in metrics
+        assert "db_pool_size" in metrics and "event_loop_lag_seconds_count" in metrics
+
+    lines = [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
+    get_lines = [line for line in lines if line.get("request_id") == "tmpl-get"]
+    assert len(get_lines) == 1
+    assert get_lines[0]["route"] == ITEM_TEMPLATE
+    assert get_lines[0]["status"] == 200
+    assert get_lines[0]["event"] == "request"
+
+
+def test_baked_service_sheds_load_over_its_concurrency_limit(
+    default_project: Path, database_url: str, tmp_path: Path
+) -> None:
+    with serve(default_project, database_url, tmp_path / "server.log", LIMIT_CONCURRENCY="2") as base:
+        port = int(base.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port)) as held:
+            held.sendall(b"GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n")
+            assert held.recv(4096).startswith(b"HTTP/1.1 200")
+            started = time.perf_counter()
+            refused = httpx.get(f"{base}/items/1")
+            elapsed = time.perf_counter() - started
+    assert refused.status_code == 503
+    assert refused.headers["content-type"] == "application/problem+json"
+    assert elapsed < 1.0  # shed at once, not queued
+
+
+@pytest.mark.slow
+def test_bench_driver_runs_end_to_end(tmp_path: Path) -> None:
+    """`make bench` in miniature: every app, every workload, one round of one second."""
+    out = tmp_path / "out"
+    result = subprocess.run(
+        [sys.executable, "bench/run.py", "--duration", "1", "--warmup", "1", "--rounds", "1",
+         "--rows", "2000", "--out", str(out), "--workdir", str(tmp_path)],
+        cwd=TEMPLATE, env={**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"},
+        capture_output=True, text=True, timeout=240, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    results = json.loads((out / "results.json").read_text())
+    assert set(results["runs"]) == {"generated", "ceiling", "minimal", "baseline"}
+    for per_app in results["summary"]["medians"].values():
+        assert set(per_app) == {"by_id", "page", "create", "patch"}
+        assert all(cell["rps"] > 0 and cell["errors"] == 0 for cell in per_app.values())
+    assert "generated/ceiling" in (out / "results.md").read_text()
+    assert (out / "results.png").read_bytes().startswith(b"\x89PNG")
