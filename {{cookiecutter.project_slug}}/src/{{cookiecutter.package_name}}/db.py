@@ -27,7 +27,8 @@ class NoResetConnection(_BaseConnection):
 
     It is one more round trip per request, for session state this service never leaves behind
     (no SET, LISTEN, cursors or advisory locks). asyncpg still rolls back a connection released
-    inside a transaction (tests/test_pool_reset.py). Measured: see docs/performance.md.
+    inside a transaction (tests/test_pool_reset.py). Measured per acquire + SELECT 1 + release
+    (uvloop, one core): 130 -> 84 us of CPU, 501 -> 224 us of wall time.
     """
 
     def get_reset_query(self) -> str:
@@ -55,7 +56,8 @@ class _Lease:
     async def __aenter__(self) -> Connection:
         database = self._database
         start = time.perf_counter()
-        # asyncio.timeout, not acquire(timeout=): asyncpg's wait_for wraps each acquire in a Task.
+        # asyncio.timeout, not acquire(timeout=): asyncpg's wait_for wraps each acquire in a Task
+        # (measured 84 -> 76.5 us CPU per acquire + query + release).
         async with asyncio.timeout(database.acquire_timeout):
             self._connection = await database.pool.acquire()
         if database.on_acquire_wait is not None:
