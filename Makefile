@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(CURDIR)/$(VENV)/bin
 export PATH := $(BIN):$(PATH)
 
-.PHONY: help install demo test
+.PHONY: help install demo test bench
 
 help: ## Show the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -20,6 +20,9 @@ install: $(VENV)/.installed ## Create .venv with cookiecutter and the test tools
 
 demo: install ## Bake the default service into demo/, serve it on a throwaway PostgreSQL, show it answering
 	$(BIN)/python scripts/demo.py
+
+bench: install ## Side-by-side benchmark (generated vs ceiling, minimal FastAPI, ORM baseline); writes docs/bench/
+	$(BIN)/python bench/run.py
 
 test: install ## Run the template's tests: bake variants, lint them, run their suites on PostgreSQL
 	$(BIN)/pytest tests
