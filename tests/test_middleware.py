@@ -2,9 +2,11 @@
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -110,12 +112,16 @@ def test_baked_service_sheds_load_over_its_concurrency_limit(
 def test_bench_driver_runs_end_to_end(tmp_path: Path) -> None:
     """`make bench` in miniature: every app, every workload, one round of one second."""
     out = tmp_path / "out"
+    # Not under pytest's own temporary tree: another pytest run resets its parent to mode 0700,
+    # which the unprivileged PostgreSQL user then cannot traverse.
+    workdir = Path(tempfile.mkdtemp(prefix="bench-smoke-"))
     result = subprocess.run(
         [sys.executable, "bench/run.py", "--duration", "1", "--warmup", "1", "--rounds", "1",
-         "--rows", "2000", "--out", str(out), "--workdir", str(tmp_path)],
+         "--rows", "2000", "--out", str(out), "--workdir", str(workdir)],
         cwd=TEMPLATE, env={**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"},
         capture_output=True, text=True, timeout=240, check=False,
     )  # fmt: skip
+    shutil.rmtree(workdir, ignore_errors=True)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     results = json.loads((out / "results.json").read_text())
     assert set(results["runs"]) == {"generated", "ceiling", "minimal", "baseline"}
