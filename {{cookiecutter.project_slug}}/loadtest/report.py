@@ -81,7 +81,8 @@ def markdown(results: dict[str, Any], chart: str | None) -> str:
             "",
             "## Cross-check with wrk",
             "",
-            f"by_id at {check['concurrency']} concurrent, {check['seconds']:g} s each, back to back: "
+            f"by_id at {check['concurrency']} concurrent, {check['seconds']:g} s each, alternating "
+            f"(engine, wrk, engine, wrk, engine), medians: "
             f"this engine {check['engine_rps']:,.0f} RPS, wrk {check['wrk_rps']:,.0f} RPS "
             f"(ratio {check['ratio']:.3f}; {'within' if check['agree'] else 'NOT within'} 15 %).",
         ]

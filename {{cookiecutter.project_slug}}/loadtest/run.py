@@ -3,6 +3,7 @@ loop at the serving load, then report, size the pod and judge the budget."""
 
 import contextlib
 import os
+import statistics
 import sys
 from dataclasses import asdict, replace
 from datetime import UTC, datetime
@@ -90,22 +91,29 @@ def capacity_from(results: dict[str, Any], budget: Budget) -> Capacity | None:
 
 
 def _wrk_check(engine: Engine, target: service.Target, ids: list[int], scenario: dict[str, Any], step_seconds: float, threads: int) -> dict[str, Any]:
-    """This engine, wrk, this engine again, at the knee concurrency: within the same minute."""
+    """This engine and wrk alternately (engine, wrk, engine, wrk, engine) at the knee concurrency,
+    within a minute or so; medians compared, so that one noisy run cannot decide."""
     concurrency = scenario["steps"][scenario["knee_index"]]["concurrency"]
     seconds = crosscheck.whole_seconds(step_seconds)
-    first = engine.run(SCENARIOS["by_id"], concurrency=concurrency, duration=seconds)
-    wrk = crosscheck.wrk_by_id(target.url, project.PREFIX, ids, concurrency=concurrency, seconds=seconds, threads=threads)
-    second = engine.run(SCENARIOS["by_id"], concurrency=concurrency, duration=seconds)
-    engine_rps = (first.rps + second.rps) / 2
-    ratio = engine_rps / wrk["rps"] if wrk["rps"] else 0.0
-    _say(f"\nwrk cross-check at {concurrency}: engine {first.rps:,.0f} / {second.rps:,.0f} RPS, wrk {wrk['rps']:,.0f} RPS")
+    engine_runs: list[float] = []
+    wrk_runs: list[dict[str, float]] = []
+    for turn in range(5):
+        if turn % 2 == 0:
+            engine_runs.append(engine.run(SCENARIOS["by_id"], concurrency=concurrency, duration=seconds).rps)
+        else:
+            wrk_runs.append(crosscheck.wrk_by_id(target.url, project.PREFIX, ids, concurrency=concurrency, seconds=seconds, threads=threads))
+    engine_rps = statistics.median(engine_runs)
+    wrk_rps = statistics.median(run["rps"] for run in wrk_runs)
+    ratio = engine_rps / wrk_rps if wrk_rps else 0.0
+    _say(f"\nwrk cross-check at {concurrency}: engine {engine_runs} RPS, wrk {[round(run['rps'], 1) for run in wrk_runs]} RPS")
     return {
         "concurrency": concurrency,
         "seconds": seconds,
         "engine_rps": round(engine_rps, 1),
-        "engine_runs_rps": [first.rps, second.rps],
-        "wrk_rps": round(wrk["rps"], 1),
-        "wrk_errors": wrk["errors"],
+        "engine_runs_rps": engine_runs,
+        "wrk_rps": round(wrk_rps, 1),
+        "wrk_runs_rps": [round(run["rps"], 1) for run in wrk_runs],
+        "wrk_errors": sum(run["errors"] for run in wrk_runs),
         "ratio": round(ratio, 4),
         "agree": abs(ratio - 1) <= crosscheck.AGREEMENT,
     }
