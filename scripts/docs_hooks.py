@@ -1,13 +1,20 @@
 """mkdocs hook: reference tables generated from the sources, so the docs cannot drift from them.
 
-`<!-- options-reference -->` becomes the table of cookiecutter.json options and
-`<!-- settings-reference -->` the table of the generated service's Settings class.
+`<!-- options-reference -->` becomes the table of cookiecutter.json options,
+`<!-- settings-reference -->` the table of the generated service's Settings class, and
+`<!-- baked: PATH -->` the file PATH of a project baked with the default options (the pages a
+generated project carries itself, such as its deployment guide, are shown as users get them).
 """
 
+import functools
 import importlib.util
 import json
+import re
+import tempfile
 from pathlib import Path
 from typing import Any
+
+from cookiecutter.main import cookiecutter
 
 from mkdocs.exceptions import PluginError
 
@@ -67,7 +74,24 @@ def settings_table() -> str:
     return "\n".join(rows)
 
 
+@functools.cache
+def baked_project() -> Path:
+    output = Path(tempfile.mkdtemp(prefix="fastapi-1core-docs-"))
+    project = cookiecutter(
+        str(ROOT), no_input=True, output_dir=str(output), extra_context={"lock_dependencies": "no"}
+    )
+    return Path(project)
+
+
+def _baked_file(match: re.Match[str]) -> str:
+    path = baked_project() / match.group(1)
+    if not path.is_file():
+        raise PluginError(f"a baked project has no {match.group(1)}")
+    return path.read_text()
+
+
 def on_page_markdown(markdown: str, **kwargs: Any) -> str:
+    markdown = re.sub(r"<!-- baked: (\S+) -->", _baked_file, markdown)
     if "<!-- options-reference -->" in markdown:
         markdown = markdown.replace("<!-- options-reference -->", options_table())
     if "<!-- settings-reference -->" in markdown:
