@@ -3,7 +3,8 @@
 `<!-- options-reference -->` becomes the table of cookiecutter.json options,
 `<!-- settings-reference -->` the table of the generated service's Settings class, and
 `<!-- baked: PATH -->` the file PATH of a project baked with the default options (the pages a
-generated project carries itself, such as its deployment guide, are shown as users get them).
+generated project carries itself, such as its deployment guide, are shown as users get them), and
+`<!-- include: PATH -->` a file of this repository, such as a table a benchmark wrote.
 """
 
 import functools
@@ -90,8 +91,16 @@ def _baked_file(match: re.Match[str]) -> str:
     return path.read_text()
 
 
+def _repository_file(match: re.Match[str]) -> str:
+    path = ROOT / match.group(1)
+    if not path.is_file():
+        raise PluginError(f"no file {match.group(1)} to include")
+    return path.read_text()
+
+
 def on_page_markdown(markdown: str, **kwargs: Any) -> str:
     markdown = re.sub(r"<!-- baked: (\S+) -->", _baked_file, markdown)
+    markdown = re.sub(r"<!-- include: (\S+) -->", _repository_file, markdown)
     if "<!-- options-reference -->" in markdown:
         markdown = markdown.replace("<!-- options-reference -->", options_table())
     if "<!-- settings-reference -->" in markdown:
