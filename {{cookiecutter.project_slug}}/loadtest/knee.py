@@ -6,6 +6,10 @@ reach 80 % of the best throughput of the sweep (so an early dip from noise is no
 knee). Beyond the knee, more in-flight requests only queue: throughput is flat and latency grows
 with concurrency (Little's law: latency = concurrency / throughput), which is where p99 climbs.
 If no step qualifies, the sweep never saturated the service and there is no knee ("not-reached").
+THE p99 GUARD. Only steps before p99 starts climbing are candidates: the climb starts at the first
+step whose p99 exceeds max(4 x the sweep's lowest p99, 10 ms). The last step before the climb is
+the knee if it is near the peak of the candidates, even when a noisy machine lets throughput rise
+further while latency explodes: past that point extra concurrency is paid for in queueing.
 
 THE CLIENT RULE. The client's capacity is measured first, against /healthz: the requests per
 second it would sustain on the cores it has, extrapolated from the CPU it spent per request
@@ -25,6 +29,8 @@ NEAR_PEAK = 0.80
 CLIENT_SHARE_OF_CAPACITY = 0.80
 CLIENT_CPU_SATURATED = 0.90
 SERVER_CPU_SATURATED = 85.0
+CLIMB_FACTOR = 4.0
+CLIMB_FLOOR_MS = 10.0
 
 
 class Verdict(enum.StrEnum):
@@ -41,6 +47,18 @@ class Point:
     rps: float
     client_cpu: float | None = None  # percent of one core, summed over the client's processes
     server_cpu: float | None = None  # percent of one core
+    p99_ms: float | None = None
+
+
+def _first_climbing_step(points: Sequence[Point]) -> int:
+    """Index of the first step whose p99 has started climbing, len(points) when none has."""
+    known = [point.p99_ms for point in points if point.p99_ms is not None]
+    if not known:
+        return len(points)
+    limit = max(CLIMB_FACTOR * min(known), CLIMB_FLOOR_MS)
+    return next(
+        (index for index, point in enumerate(points) if (point.p99_ms or 0.0) > limit), len(points)
+    )
 
 
 def find_knee(points: Sequence[Point]) -> int | None:
@@ -49,9 +67,12 @@ def find_knee(points: Sequence[Point]) -> int | None:
         raise ValueError("points must be sorted by concurrency")
     if not points:
         return None
-    peak = max(point.rps for point in points)
-    for index, (point, following) in enumerate(itertools.pairwise(points)):
-        if point.rps >= NEAR_PEAK * peak and following.rps < (1 + MIN_GAIN) * point.rps:
+    climb = _first_climbing_step(points) or len(points)  # a slow first step guards nothing
+    peak = max(point.rps for point in points[:climb])
+    for index, (point, following) in enumerate(itertools.pairwise(points[: climb + 1])):
+        latency_climbs_next = index + 1 == climb
+        flat_next = following.rps < (1 + MIN_GAIN) * point.rps
+        if point.rps >= NEAR_PEAK * peak and (flat_next or latency_climbs_next):
             return index
     return None
 

@@ -37,7 +37,10 @@ def _sweep(engine: Engine, name: str, budget: Budget, capacity_rps: float, clien
     for concurrency in sweep.concurrency:
         steps.append(engine.run(mix, concurrency=concurrency, duration=sweep.step_seconds))
         _say(report.row(asdict(steps[-1])))
-    points = [Point(step.concurrency or 0, step.rps, step.client_cpu, step.server_cpu) for step in steps]
+    points = [
+        Point(step.concurrency or 0, step.rps, step.client_cpu, step.server_cpu, step.p99_ms)
+        for step in steps
+    ]
     verdict, index = judge(points, capacity_rps, client_cores)
     knee = steps[index]
     serving = None

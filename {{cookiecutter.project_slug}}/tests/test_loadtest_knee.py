@@ -62,3 +62,26 @@ def test_judge_reports_client_bound_instead_of_a_knee() -> None:
 def test_judge_falls_back_to_the_best_step_when_the_knee_is_not_reached() -> None:
     points = [Point(c, rps, client_cpu=10, server_cpu=60) for c, rps in ((1, 100), (2, 300), (4, 500))]
     assert judge(points, client_capacity_rps=50_000, client_cores=1) == (Verdict.NOT_REACHED, 2)
+
+
+def _measured(*steps: tuple[float, float]) -> list[Point]:
+    return [Point(2**index, rps, p99_ms=p99) for index, (rps, p99) in enumerate(steps)]
+
+
+def test_the_knee_comes_before_p99_starts_climbing() -> None:
+    # A noisy sweep: throughput peaks again at 64 while p99 has long climbed past 10 ms at 32.
+    points = _measured(
+        (2312, 0.6), (3361, 0.8), (3563, 1.4), (4681, 2.3), (3911, 5.4), (4817, 39.3), (6084, 49.8)
+    )
+    assert points[find_knee(points) or 0].concurrency == 8
+
+
+def test_the_last_step_before_the_climb_is_the_knee_even_if_throughput_still_rises() -> None:
+    points = _measured((1000, 1.0), (1900, 1.2), (3000, 2.0), (3400, 30.0), (3500, 60.0))
+    assert points[find_knee(points) or 0].concurrency == 4
+
+
+def test_p99_under_the_floor_is_not_a_climb() -> None:
+    # 0.5 -> 8 ms is 16x, but under 10 ms: the plain throughput rule decides.
+    points = _measured((1000, 0.5), (1900, 1.0), (2500, 4.0), (2550, 8.0))
+    assert find_knee(points) == 2
