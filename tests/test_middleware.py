@@ -15,7 +15,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from .baking import TEMPLATE, load_module, run, tool_env
+from .baking import TEMPLATE, run
+from .serving import start_service
 
 ITEM_TEMPLATE = "/items/{item_id}"
 
@@ -36,31 +37,13 @@ def database_url(default_project: Path, postgres_url: str) -> Iterator[str]:
 
 @contextmanager
 def serve(project: Path, database_url: str, log: Path, **env: str) -> Iterator[str]:
-    devdb = load_module(project, "inventory_service", "devdb")
-    port = devdb.free_port()
-    with log.open("wb") as output:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "inventory_service"],
-            cwd=project,
-            env=tool_env(project, DATABASE_URL=database_url, PORT=str(port), **env),
-            stdout=output,
-            stderr=subprocess.STDOUT,
-        )
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
+    """The served default service with its access log on, stopped afterwards."""
+    served = start_service(project, database_url, log, **{"ACCESS_LOG": "all", **env})
     try:
-        while True:
-            try:
-                httpx.get(f"{base}/healthz", timeout=1)
-                break
-            except httpx.TransportError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(log.read_text()[-2000:]) from None
-                time.sleep(0.05)  # polling a process that is starting: no event to wait on
-        yield base
+        yield served.url
     finally:
-        process.terminate()
-        process.wait(timeout=30)
+        served.process.terminate()
+        served.process.wait(timeout=30)
 
 
 def test_baked_service_middleware_over_tcp(default_project: Path, database_url: str, tmp_path: Path) -> None:

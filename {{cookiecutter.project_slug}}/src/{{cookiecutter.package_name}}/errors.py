@@ -1,5 +1,6 @@
 """problem+json (RFC 9457) for every error the service can return, and nothing else."""
 
+from collections.abc import Awaitable, Callable
 from http import HTTPStatus
 from typing import Any
 
@@ -115,25 +116,25 @@ async def _problem_error(request: Request, exc: Exception) -> ProblemResponse:
     return problem(exc.status, exc.detail, headers=exc.headers)
 
 
-async def _database_unavailable(request: Request, exc: Exception) -> ProblemResponse:
-    # Pool acquire timeout, lost connection, server restarting or statement timeout: the request
-    # is safe to retry and the client did nothing wrong.
-    logger.warning("database_unavailable", error=type(exc).__name__)
-    return problem(
-        503,
-        "The database is unavailable or saturated; retry shortly.",
-        headers={"Retry-After": RETRY_AFTER_SECONDS},
-    )
+def _retry_shortly(event: str, detail: str) -> Callable[[Request, Exception], Awaitable[ProblemResponse]]:
+    """A handler answering 503 with Retry-After: the request is safe to retry, the client did
+    nothing wrong."""
+
+    async def handler(request: Request, exc: Exception) -> ProblemResponse:
+        logger.warning(event, error=type(exc).__name__)
+        return problem(503, detail, headers={"Retry-After": RETRY_AFTER_SECONDS})
+
+    return handler
 
 
-async def _statement_timeout(request: Request, exc: Exception) -> ProblemResponse:
-    # PostgreSQL cancelled the statement at STATEMENT_TIMEOUT_MS; the connection stays usable.
-    logger.warning("statement_timeout", error=type(exc).__name__)
-    return problem(
-        503,
-        "The database did not answer within the statement timeout; retry shortly.",
-        headers={"Retry-After": RETRY_AFTER_SECONDS},
-    )
+# Pool acquire timeout, lost connection, server restarting or out of resources.
+_database_unavailable = _retry_shortly(
+    "database_unavailable", "The database is unavailable or saturated; retry shortly."
+)
+# PostgreSQL cancelled the statement at STATEMENT_TIMEOUT_MS; the connection stays usable.
+_statement_timeout = _retry_shortly(
+    "statement_timeout", "The database did not answer within the statement timeout; retry shortly."
+)
 
 
 async def _out_of_range(request: Request, exc: Exception) -> ProblemResponse:

@@ -21,6 +21,21 @@ def route_template(scope: Scope) -> str:
     return path if path is not None else UNMATCHED
 
 
+class StatusRecorder:
+    """A `send` that notes the response status on its way out (500 until one is sent)."""
+
+    __slots__ = ("_send", "status")
+
+    def __init__(self, send: Send) -> None:
+        self._send = send
+        self.status = 500
+
+    async def __call__(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            self.status = message["status"]
+        await self._send(message)
+
+
 def _client(scope: Scope) -> str | None:
     client = scope.get("client")
     return client[0] if client else None
@@ -43,18 +58,12 @@ class AccessLogMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        status = 500
-
-        async def send_capturing_status(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            await send(message)
-
+        recorder = StatusRecorder(send)
         start = time.perf_counter()
         try:
-            await self.app(scope, receive, send_capturing_status)
+            await self.app(scope, receive, recorder)
         finally:
+            status = recorder.status
             elapsed = time.perf_counter() - start
             if (
                 status >= 400

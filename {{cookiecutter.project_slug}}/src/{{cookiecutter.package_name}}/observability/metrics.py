@@ -21,9 +21,9 @@ from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
-from .access_log import route_template
+from .access_log import StatusRecorder, route_template
 
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 _WAIT_BUCKETS = (0.0001, 0.001, 0.005, 0.025, 0.1, 0.5, 2.0)
@@ -113,19 +113,12 @@ class MetricsMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        status = 500
-
-        async def send_capturing_status(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = message["status"]
-            await send(message)
-
+        recorder = StatusRecorder(send)
         self._in_flight += 1
         start = time.perf_counter()
         try:
-            await self.app(scope, receive, send_capturing_status)
+            await self.app(scope, receive, recorder)
         finally:
             self._in_flight -= 1
-            key = (scope["method"], route_template(scope), status)
+            key = (scope["method"], route_template(scope), recorder.status)
             self._observe(key, time.perf_counter() - start)
