@@ -10,15 +10,11 @@ from fastapi import FastAPI
 
 from . import __version__, health
 from .{{ cookiecutter.resource_plural }} import routes as {{ cookiecutter.resource_plural }}
-from .{{ cookiecutter.resource_plural }}.fastlane import FastReadsMiddleware
 from .db import Database
 from .errors import install_error_handlers
-from .limits import BodySizeLimitMiddleware
-from .observability.access_log import AccessLogMiddleware
+from .middleware import middleware_stack
 from .observability.logging import configure_logging
-from .observability.metrics import Metrics, MetricsMiddleware
-from .observability.request_id import RequestIdMiddleware
-from .security import SecurityHeadersMiddleware
+from .observability.metrics import Metrics
 from .settings import Settings
 
 APPLICATION_NAME = "{{ cookiecutter.project_slug }}"
@@ -64,6 +60,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         description="{{ cookiecutter.description }}",
         version=__version__,
         lifespan=lifespan,
+        middleware=middleware_stack(settings, metrics),
     )
     app.state.settings = settings
     app.state.metrics = metrics
@@ -71,16 +68,4 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(health.router)
     app.include_router({{ cookiecutter.resource_plural }}.router)
     app.add_route("/metrics", metrics.endpoint(), include_in_schema=False)
-    # Pure ASGI middleware only; each add wraps the previous: request id outermost of these four,
-    # so the access log line carries it; the body limit innermost, right before routing.
-    # Innermost: the hot reads skip FastAPI's per-request machinery (bench: see fastlane.py).
-    app.add_middleware(FastReadsMiddleware, fastapi=app)
-    app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_body_bytes)
-    app.add_middleware(MetricsMiddleware, metrics=metrics)
-    if settings.access_log != "off":
-        app.add_middleware(
-            AccessLogMiddleware, mode=settings.access_log, sample=settings.access_log_sample
-        )
-    app.add_middleware(RequestIdMiddleware)
-    app.add_middleware(SecurityHeadersMiddleware)  # added last = outermost: on every response
     return app

@@ -148,11 +148,6 @@ async def _conflict(request: Request, exc: Exception) -> ProblemResponse:
     return problem(409, "The request conflicts with the current state of the resource.")
 
 
-async def _unexpected(request: Request, exc: Exception) -> ProblemResponse:
-    logger.exception("unhandled_error")
-    return problem(500, "An unexpected error occurred.")
-
-
 def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
@@ -170,5 +165,5 @@ def install_error_handlers(app: FastAPI) -> None:
         asyncpg.InsufficientResourcesError,  # class 53: too many connections, out of memory
     ):
         app.add_exception_handler(unavailable, _database_unavailable)
-    app.add_exception_handler(Exception, _unexpected)
+    # Any other exception: middleware/unhandled.py, inside the middleware stack.
     document_problems(app)

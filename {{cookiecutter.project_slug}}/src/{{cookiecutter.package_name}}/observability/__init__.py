@@ -1,1 +1,1 @@
-"""Logging, metrics and request ids, as pure ASGI middleware."""
+"""Logging set-up, the metrics registry and log redaction."""

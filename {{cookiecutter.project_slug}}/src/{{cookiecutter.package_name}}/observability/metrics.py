@@ -21,9 +21,6 @@ from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.types import ASGIApp, Receive, Scope, Send
-
-from .access_log import StatusRecorder, route_template
 
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 _WAIT_BUCKETS = (0.0001, 0.001, 0.005, 0.025, 0.1, 0.5, 2.0)
@@ -87,38 +84,3 @@ class Metrics:
             return Response(generate_latest(self.registry), media_type=CONTENT_TYPE_LATEST)
 
         return metrics
-
-
-class MetricsMiddleware:
-    """Count and time every HTTP request by method, route template and status."""
-
-    def __init__(self, app: ASGIApp, *, metrics: Metrics) -> None:
-        self.app = app
-        self._metrics = metrics
-        self._in_flight = 0
-        metrics.in_flight.set_function(lambda: self._in_flight)
-        # labels() takes a lock and builds a key; the labelled children are cached here instead.
-        self._children: dict[tuple[str, str, int], tuple[Any, Any]] = {}
-
-    def _observe(self, key: tuple[str, str, int], seconds: float) -> None:
-        children = self._children.get(key)
-        if children is None:
-            labels = (key[0], key[1], str(key[2]))
-            children = (self._metrics.requests.labels(*labels), self._metrics.latency.labels(*labels))
-            self._children[key] = children
-        children[0].inc()
-        children[1].observe(seconds)
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        recorder = StatusRecorder(send)
-        self._in_flight += 1
-        start = time.perf_counter()
-        try:
-            await self.app(scope, receive, recorder)
-        finally:
-            self._in_flight -= 1
-            key = (scope["method"], route_template(scope), recorder.status)
-            self._observe(key, time.perf_counter() - start)

@@ -45,7 +45,7 @@ class AccessLogMiddleware:
     """Log method, route template, status, duration, client (and the bound request id).
 
     mode "all" logs every error and slow request and a `sample` fraction of the rest; "errors"
-    logs only 4xx/5xx and slow requests; "off" adds no middleware at all (see `install`).
+    logs only 4xx/5xx and slow requests; "off" adds no middleware at all (see `middleware_stack`).
     """
 
     def __init__(
