@@ -10,6 +10,7 @@ from ..observability.metrics import Metrics
 from ..settings import Settings
 from .access_log import AccessLogMiddleware
 from .body_limit import BodySizeLimitMiddleware
+from .head import HeadAsGetMiddleware
 from .metrics import MetricsMiddleware
 from .request_id import RequestIdMiddleware
 from .security_headers import SecurityHeadersMiddleware
@@ -18,8 +19,8 @@ from .unhandled import UnhandledErrorMiddleware
 
 def middleware_stack(settings: Settings, metrics: Metrics) -> list[Middleware]:
     """Outermost first: every response, the 500 of an unhandled error included, gets the security
-    headers and the request id; the access log line carries the request id; the body limit sits
-    right before routing."""
+    headers and the request id; the access log line carries the request id; the body limit and
+    HEAD-as-GET sit right before routing."""
     access_log = (
         [Middleware(AccessLogMiddleware, mode=settings.access_log, sample=settings.access_log_sample)]
         if settings.access_log != "off"
@@ -32,4 +33,5 @@ def middleware_stack(settings: Settings, metrics: Metrics) -> list[Middleware]:
         Middleware(MetricsMiddleware, metrics=metrics),
         Middleware(UnhandledErrorMiddleware),
         Middleware(BodySizeLimitMiddleware, max_bytes=settings.max_body_bytes),
+        Middleware(HeadAsGetMiddleware),
     ]

@@ -1,7 +1,7 @@
 """X-Request-ID: keep a well-formed one from the caller or make one, log with it, echo it back."""
 
+import random
 import re
-import secrets
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from structlog.contextvars import bind_contextvars, reset_contextvars
@@ -9,6 +9,9 @@ from structlog.contextvars import bind_contextvars, reset_contextvars
 HEADER = b"x-request-id"
 # Caller-supplied ids reach logs and other services: accept only short, printable, unambiguous ones.
 _WELL_FORMED = re.compile(rb"[A-Za-z0-9._:@/+=-]{1,128}")
+# 128 random bits from a generator seeded by the OS: an id needs to be unique, not secret, and
+# secrets.token_hex costs a getrandom syscall per request (3 % of a by-id request, py-spy).
+_random = random.Random()  # noqa: S311 - correlation ids, not security tokens
 
 
 def _incoming_id(scope: Scope) -> str | None:
@@ -28,8 +31,7 @@ class RequestIdMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        # 16 random bytes from the OS: unique enough, and cheaper than uuid4().hex.
-        request_id = _incoming_id(scope) or secrets.token_hex(16)
+        request_id = _incoming_id(scope) or f"{_random.getrandbits(128):032x}"
         header = (HEADER, request_id.encode("ascii"))
 
         async def send_with_id(message: Message) -> None:
