@@ -8,30 +8,24 @@ from starlette.middleware import Middleware
 
 from ..observability.metrics import Metrics
 from ..settings import Settings
-from .access_log import AccessLogMiddleware
+from .access_log import AccessLog
 from .body_limit import BodySizeLimitMiddleware
+from .edge import EdgeMiddleware
 from .head import HeadAsGetMiddleware
-from .metrics import MetricsMiddleware
-from .request_id import RequestIdMiddleware
-from .security_headers import SecurityHeadersMiddleware
-from .unhandled import UnhandledErrorMiddleware
+from .metrics import RequestMetrics
 
 
 def middleware_stack(settings: Settings, metrics: Metrics) -> list[Middleware]:
-    """Outermost first: every response, the 500 of an unhandled error included, gets the security
-    headers and the request id; the access log line carries the request id; the body limit and
-    HEAD-as-GET sit right before routing."""
+    """Outermost first: the edge (request id, security headers, unhandled errors, metrics, access
+    log) sees every answer, a 413 or a 500 included; the body limit and HEAD-as-GET sit right
+    before routing."""
     access_log = (
-        [Middleware(AccessLogMiddleware, mode=settings.access_log, sample=settings.access_log_sample)]
+        AccessLog(mode=settings.access_log, sample=settings.access_log_sample)
         if settings.access_log != "off"
-        else []
+        else None
     )
     return [
-        Middleware(SecurityHeadersMiddleware),
-        Middleware(RequestIdMiddleware),
-        *access_log,
-        Middleware(MetricsMiddleware, metrics=metrics),
-        Middleware(UnhandledErrorMiddleware),
+        Middleware(EdgeMiddleware, metrics=RequestMetrics(metrics), access_log=access_log),
         Middleware(BodySizeLimitMiddleware, max_bytes=settings.max_body_bytes),
         Middleware(HeadAsGetMiddleware),
     ]
