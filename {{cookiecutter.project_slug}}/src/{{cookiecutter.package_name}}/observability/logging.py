@@ -11,7 +11,7 @@ import orjson
 import structlog
 
 from ..settings import Settings
-from .line_writer import LoopBatchedWriter
+from .line_writer import BatchedLineWriter
 from .redaction import redact_secrets
 
 
@@ -53,7 +53,7 @@ def configure_logging(settings: Settings) -> None:
     else:
         # orjson renders bytes straight for the binary stream: no str round trip, no encode.
         renderer = structlog.processors.JSONRenderer(serializer=orjson.dumps)
-        writer = LoopBatchedWriter(sys.stdout.buffer)
+        writer = BatchedLineWriter(sys.stdout.buffer)
         logger_factory = _SharedLoggerFactory(writer)
         stdlib_handler = _WriterHandler(writer)
     structlog.configure(
@@ -90,22 +90,26 @@ def configure_logging(settings: Settings) -> None:
 class _SharedLoggerFactory:
     """Every structlog logger writes through the one batching writer."""
 
-    def __init__(self, writer: LoopBatchedWriter) -> None:
+    def __init__(self, writer: BatchedLineWriter) -> None:
         self._writer = writer
 
-    def __call__(self, *args: Any) -> LoopBatchedWriter:
+    def __call__(self, *args: Any) -> BatchedLineWriter:
         return self._writer
 
 
 class _WriterHandler(logging.Handler):
     """A stdlib handler writing through the same writer as structlog: one stream, in order."""
 
-    def __init__(self, writer: LoopBatchedWriter) -> None:
+    def __init__(self, writer: BatchedLineWriter) -> None:
         super().__init__()
         self._writer = writer
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            self._writer.msg(self.format(record).encode())
+            line = self.format(record).encode()
+            if record.levelno >= logging.WARNING:
+                self._writer.warning(line)  # written at once, like structlog's warnings
+            else:
+                self._writer.info(line)
         except Exception:  # logging must never raise into the code that logs
             self.handleError(record)
