@@ -24,12 +24,15 @@ NAMESPACE = "default"
 # The chart's kubeVersion floor and the newest schemas kubernetes-validate ships.
 KUBERNETES_VERSIONS = ["1.25.0", kubernetes_validate.utils.latest_version()]
 SCHEMAS = Path(__file__).resolve().parent / "schemas"
+DIGEST = "sha256:" + "0123456789abcdef" * 4
 # Every option of the chart switched on.
 EVERYTHING_ON: dict[str, Any] = {
+    "image": {"digest": DIGEST},
     "ingress": {"enabled": True, "className": "nginx", "tls": [{"hosts": ["a.example.com"], "secretName": "tls"}]},
-    "metrics": {"serviceMonitor": {"enabled": True}},
+    "metrics": {"serviceMonitor": {"enabled": True}, "prometheusRule": {"enabled": True}},
     "autoscaling": {"rpsMetric": {"enabled": True}, "targetRPSPerPod": 350},
     "database": {"url": "postgresql://app:secret@db:5432/app"},
+    "networkPolicy": {"enabled": True, "database": {"to": [{"ipBlock": {"cidr": "10.0.12.0/24"}}]}},
 }
 
 

@@ -2,6 +2,8 @@
 rendered object, and the values file the capacity report writes."""
 
 import json
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -11,11 +13,12 @@ import jsonschema
 import pytest
 import yaml
 
-from .baking import bake, run
+from .baking import VENV_BIN, bake, run
 from .charting import (
     EVERYTHING_ON,
     KUBERNETES_VERSIONS,
     RELEASE,
+    chart_of,
     chart_with_values,
     crd_kinds,
     find,
@@ -26,13 +29,17 @@ from .charting import (
 )
 
 
-def test_chart_passes_helm_lint_with_default_values(chart: Path) -> None:
+def test_chart_passes_helm_lint_with_default_values_and_with_every_option_on(chart: Path, tmp_path: Path) -> None:
     report = sdk_lint(chart)
     assert report["TotalChartsLinted"] == 1
     assert not report["Errors"]
     assert [message for message in report["Messages"] if message["Severity"] >= 2] == []
-    strict = helm_python.lint(chart, strict=True)
-    assert strict["errors"] == [], strict["messages"]
+    for values in (None, EVERYTHING_ON):
+        strict = helm_python.lint(chart, values, strict=True)
+        assert strict["errors"] == [], strict["messages"]
+    everything = tmp_path / "everything.yaml"
+    everything.write_text(yaml.safe_dump(EVERYTHING_ON))
+    assert not sdk_lint(chart_with_values(chart, tmp_path, everything))["Errors"]
 
 
 def test_chart_of_a_custom_slug_is_named_after_it_and_lints(tmp_path: Path) -> None:
@@ -165,3 +172,34 @@ def _capacity_modules(project: Path) -> tuple[Any, Any]:
 def _assumptions(budget: Any) -> Any:
     return budget.CapacityAssumptions()  # the defaults budget.toml starts from
 
+
+def test_chart_readme_is_generated_from_the_schema_and_the_check_catches_a_stale_one(
+    default_project: Path, tmp_path: Path
+) -> None:
+    chart = chart_of(default_project)
+    readme = (chart / "README.md").read_text()
+    schema = json.loads((chart / "values.schema.json").read_text())
+    db_port = schema["properties"]["networkPolicy"]["properties"]["database"]["properties"]["port"]
+    row = f"| `networkPolicy.database.port` | `5432` | integer [1, 65535] | {db_port['description']} |"
+    assert row in readme.splitlines()
+    assert readme.count("\n| `") == _count_values(schema)  # every value of the schema, once
+    assert run(default_project, "make", "chart-readme", "CHECK=1", "BIN=" + str(VENV_BIN)).returncode == 0
+
+    copy = Path(shutil.copytree(default_project / "deploy", tmp_path / "deploy"))
+    schema_file = copy / "helm" / default_project.name / "values.schema.json"
+    schema["properties"]["networkPolicy"]["properties"]["database"]["properties"]["port"]["description"] = "Moved."
+    schema_file.write_text(json.dumps(schema))
+    script = [sys.executable, str(copy / "helm" / "chart_readme.py")]
+    stale = subprocess.run([*script, "--check"], capture_output=True, text=True, check=False)
+    assert stale.returncode == 1 and "README.md is stale" in stale.stderr
+    assert subprocess.run(script, check=False).returncode == 0
+    assert subprocess.run([*script, "--check"], check=False).returncode == 0
+    del schema["properties"]["replicaCount"]["description"]
+    schema_file.write_text(json.dumps(schema))
+    undescribed = subprocess.run(script, capture_output=True, text=True, check=False)
+    assert undescribed.returncode == 2 and "replicaCount has no description" in undescribed.stderr
+
+
+def _count_values(node: dict[str, Any]) -> int:
+    children = node.get("properties")
+    return sum(_count_values(child) for child in children.values()) if children else 1

@@ -2,7 +2,6 @@
 outside a container with the Dockerfile's environment on a real PostgreSQL (tests/test_image_build.py
 builds and runs the image itself)."""
 
-import asyncio
 import json
 import shlex
 import signal
@@ -12,12 +11,12 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import asyncpg
 import httpx
 import pytest
 import yaml
 
 from .baking import VENV_BIN, load_module, run, tool_env
+from .serving import scratch_database
 
 
 def _dockerfile_runtime(project: Path) -> tuple[dict[str, str], list[str], str]:
@@ -94,19 +93,8 @@ def test_compose_runs_postgres_then_a_one_shot_migration_then_the_app_on_one_cor
 
 @pytest.fixture
 def fresh_database(postgres_url: str) -> Iterator[str]:
-    name = "deploy_entrypoint"
-    asyncio.run(_execute(postgres_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    asyncio.run(_execute(postgres_url, f'CREATE DATABASE "{name}"'))
-    yield postgres_url.rsplit("/", 1)[0] + f"/{name}"
-    asyncio.run(_execute(postgres_url, f'DROP DATABASE "{name}" WITH (FORCE)'))
-
-
-async def _execute(url: str, statement: str) -> None:
-    connection = await asyncpg.connect(url)
-    try:
-        await connection.execute(statement)
-    finally:
-        await connection.close()
+    with scratch_database(postgres_url, "deploy_entrypoint") as url:
+        yield url
 
 
 def test_image_command_serves_and_drains_outside_a_container(default_project: Path, fresh_database: str) -> None:
@@ -156,5 +144,3 @@ def _wait_until_ready(process: "subprocess.Popen[bytes]", url: str) -> None:
             output, _ = process.communicate()
             raise AssertionError(f"the image command did not become ready: {output.decode()[-2000:]}")
         time.sleep(0.05)  # polling a process that is starting: there is no event to wait on
-
-
