@@ -75,7 +75,8 @@ def _k6_config(project: Path, folder: Path) -> str:
     """The config `make k6` writes for the same budget (k6's own run is not needed for it)."""
     sys.path.insert(0, str(project))
     try:
-        from loadtest import budget, k6, project as names
+        from loadtest import budget, k6
+        from loadtest import project as names
     finally:
         sys.path.remove(str(project))
         for name in [name for name in sys.modules if name == "loadtest" or name.startswith("loadtest.")]:
