@@ -1,6 +1,6 @@
 """The edge middleware (middleware/edge.py): around small inline ASGI apps, then around the app."""
 
-from collections.abc import Iterator
+from collections.abc import Iterator, MutableMapping
 from typing import Any
 
 import httpx
@@ -39,7 +39,7 @@ def metrics() -> Metrics:
 
 
 @pytest.fixture
-def logged() -> Iterator[list[dict[str, Any]]]:
+def logged() -> Iterator[list[MutableMapping[str, Any]]]:
     """The events logged meanwhile, with the context (the request id) merged in as in production."""
     with capture_logs(processors=[merge_contextvars]) as events:
         yield events
@@ -59,7 +59,7 @@ async def test_every_answer_gets_the_security_headers_and_a_request_id(metrics: 
 
 
 async def test_an_unhandled_error_is_a_500_problem_logged_once(
-    metrics: Metrics, logged: list[dict[str, Any]]
+    metrics: Metrics, logged: list[MutableMapping[str, Any]]
 ) -> None:
     async with _edge(_fails, metrics) as http:
         response = await http.get("/", headers={"x-request-id": "fails-1"})
@@ -77,7 +77,7 @@ async def test_an_unhandled_error_is_a_500_problem_logged_once(
 
 
 async def test_an_error_after_the_headers_is_logged_and_not_answered_twice(
-    metrics: Metrics, logged: list[dict[str, Any]]
+    metrics: Metrics, logged: list[MutableMapping[str, Any]]
 ) -> None:
     sent: list[Message] = []
 
@@ -85,7 +85,7 @@ async def test_an_error_after_the_headers_is_logged_and_not_answered_twice(
         sent.append(message)
 
     edge = EdgeMiddleware(_fails_midway, metrics=RequestMetrics(metrics), access_log=AccessLog())
-    scope = {"type": "http", "method": "GET", "path": "/", "headers": [], "client": None}
+    scope: Scope = {"type": "http", "method": "GET", "path": "/", "headers": [], "client": None}
     await edge(scope, _never, send)
     # The 200 already went out; only the server ending the connection can tell the client.
     assert [message["type"] for message in sent] == ["http.response.start"]
