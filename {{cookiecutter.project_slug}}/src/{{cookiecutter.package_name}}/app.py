@@ -61,11 +61,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version=__version__,
         lifespan=lifespan,
         middleware=middleware_stack(settings, metrics),
+        # Off in production unless DOCS_IN_PROD: the schema maps every route for whoever asks.
+        openapi_url="/openapi.json" if settings.docs_served else None,
+        # A slash redirect is built from the Host header: an open redirect. /x/ is a 404 instead.
+        redirect_slashes=False,
     )
     app.state.settings = settings
     app.state.metrics = metrics
     install_error_handlers(app)
     app.include_router(health.router)
     app.include_router({{ cookiecutter.resource_plural }}.router)
-    app.add_route("/metrics", metrics.endpoint(), include_in_schema=False)
+    # /metrics is served on METRICS_PORT by observability/metrics_listener.py, never here.
     return app
