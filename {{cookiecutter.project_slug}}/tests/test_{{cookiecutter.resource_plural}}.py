@@ -322,3 +322,20 @@ async def test_sql_injection_text_is_stored_verbatim(client: httpx.AsyncClient) 
     name = "x'); DROP TABLE {{ cookiecutter.resource_plural }}; --"
     created = await create(client, name=name)
     assert (await client.get(f"{BASE}/{created['id']}")).json()["name"] == name
+
+
+async def test_openapi_document_states_exactly_what_is_accepted(client: httpx.AsyncClient) -> None:
+    schema = (await client.get("/openapi.json")).json()
+    components = schema["components"]["schemas"]
+    update = components["{{ cookiecutter.__resource_class }}Update"]
+    assert update["minProperties"] == 1
+    assert all("anyOf" not in update["properties"][name] for name in ("name", "price_cents", "quantity"))
+    price = components["{{ cookiecutter.__resource_class }}Create"]["properties"]["price_cents"]
+    assert (price["minimum"], price["maximum"]) == (0, 2**63 - 1)
+    assert isinstance(price["maximum"], int)
+    for path in schema["paths"].values():
+        for operation in path.values():
+            for parameter in operation.get("parameters", []):
+                assert "anyOf" not in parameter["schema"], parameter  # optional = absent, never "null"
+    by_id = schema["paths"][BASE + "/{{ '{' }}{{ cookiecutter.resource }}_id{{ '}' }}"]["get"]["parameters"][0]
+    assert by_id["schema"]["pattern"] == "^[1-9][0-9]{0,18}$"

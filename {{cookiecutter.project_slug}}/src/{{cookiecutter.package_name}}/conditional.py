@@ -28,6 +28,7 @@ IfMatch = Annotated[
     Header(
         pattern=IF_MATCH_PATTERN,
         max_length=MAX_HEADER_LENGTH,
+        examples=['"1"', '"1", "2"', "*"],
         description='ETags of the versions this write may change, e.g. "3" or "3", "4"; or *. '
         "Strong comparison: a weak tag (W/) never matches. None current: 412.",
     ),
@@ -37,6 +38,7 @@ IfNoneMatch = Annotated[
     Header(
         pattern=IF_NONE_MATCH_PATTERN,
         max_length=MAX_HEADER_LENGTH,
+        examples=['"1"', 'W/"1", "2"', "*"],
         description='ETags the client holds, e.g. "3"; 304 Not Modified when one is current.',
     ),
 ]

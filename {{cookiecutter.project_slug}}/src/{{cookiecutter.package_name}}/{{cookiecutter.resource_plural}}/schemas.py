@@ -2,7 +2,7 @@
 
 import re
 from datetime import datetime
-from typing import Annotated, Self
+from typing import Annotated, Any, Self
 
 from fastapi import Path, Query
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
@@ -72,34 +72,36 @@ Description = Annotated[
     Field(max_length=2000, json_schema_extra={"pattern": r"^[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]*$"}),
     AfterValidator(_no_nul_or_stray_controls),
 ]
-PriceCents = Annotated[int, BeforeValidator(_integral), Field(ge=0, le=INT64_MAX)]
-Quantity = Annotated[int, BeforeValidator(_integral), Field(ge=0, le=INT32_MAX)]
+# Constraints before the validators: pydantic then keeps them on the integer (minimum/maximum in
+# the JSON schema), and a BeforeValidator runs before everything on its left.
+PriceCents = Annotated[int, Field(ge=0, le=INT64_MAX), BeforeValidator(_integral)]
+Quantity = Annotated[int, Field(ge=0, le=INT32_MAX), BeforeValidator(_integral)]
 
 # In the URL: the id in the path and the paging numbers in the query, canonical decimal only.
 {{ cookiecutter.__resource_class }}Id = Annotated[
     int,
-    _canonical_digits(POSITIVE_DECIMAL),
     Path(
         ge=1,
         le=INT64_MAX,
         description="The {{ cookiecutter.resource }} id, in canonical decimal (no sign, zeros or spaces).",
         json_schema_extra={"pattern": POSITIVE_DECIMAL},
     ),
+    _canonical_digits(POSITIVE_DECIMAL),
 ]
 PageLimit = Annotated[
     int,
-    _canonical_digits(POSITIVE_DECIMAL),
     Query(ge=1, le=500, description="Page size, 1 to 500.", json_schema_extra={"pattern": POSITIVE_DECIMAL}),
+    _canonical_digits(POSITIVE_DECIMAL),
 ]
 PageAfter = Annotated[
     int,
-    _canonical_digits(DECIMAL),
     Query(
         ge=0,
         le=INT64_MAX,
         description="Last id of the previous page (its `next_after`); 0 for the first page.",
         json_schema_extra={"pattern": DECIMAL},
     ),
+    _canonical_digits(DECIMAL),
 ]
 
 # Strict: "12" is not a number and 1.5 is not an integer; unknown fields are an error, not noise.
@@ -115,6 +117,15 @@ class {{ cookiecutter.__resource_class }}Create(BaseModel):
     quantity: Quantity = 0
 
 
+def _update_schema(schema: dict[str, Any]) -> None:
+    # Say what the validators below enforce: at least one field, and null only for description.
+    schema["minProperties"] = 1
+    for name in ("name", "price_cents", "quantity"):
+        field = schema["properties"][name]
+        (kept,) = [choice for choice in field.pop("anyOf") if choice.get("type") != "null"]
+        field.update(kept)
+
+
 class {{ cookiecutter.__resource_class }}Update(BaseModel):
     """Partial update: omitted fields keep their value; only description may be set to null.
 
@@ -122,7 +133,7 @@ class {{ cookiecutter.__resource_class }}Update(BaseModel):
     version and `updated_at` of a row that did not change.
     """
 
-    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra={"minProperties": 1})
+    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra=_update_schema)
 
     name: Name | None = None
     description: Description | None = None
