@@ -27,6 +27,7 @@ def summarise(results: dict[str, Any]) -> dict[str, Any]:
             workload: {
                 "rps": statistics.median(run["rps"] for run in runs),
                 "p99_ms": statistics.median(run["p99_ms"] for run in runs),
+                "cpu_us": statistics.median(run["cpu_us"] for run in runs),
                 "errors": sum(run["errors"] for run in runs),
             }
             for workload, runs in per_app.items()

@@ -98,6 +98,7 @@ def _wrk(base: str, workload: str, *, rows: int, duration: int, connections: int
     line = next(line for line in result.stdout.splitlines() if line.startswith("WRK_JSON "))
     raw = json.loads(line.removeprefix("WRK_JSON "))
     return {
+        "requests": raw["requests"],
         "rps": raw["requests"] / (raw["duration_us"] / 1e6),
         "p50_ms": raw["p50_us"] / 1000,
         "p99_ms": raw["p99_us"] / 1000,
@@ -176,9 +177,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 for workload in args.workloads:
                     order = args.apps[round_ % len(args.apps):] + args.apps[:round_ % len(args.apps)]
                     for name in order:  # interleaved, and rotated each round
-                        runs[name][workload].append(_wrk(bases[name], workload, rows=args.rows,
-                                                         duration=args.duration, connections=args.connections))  # fmt: skip
-                        print(f"round {round_ + 1} {workload:7} {name:10} {runs[name][workload][-1]['rps']:9.0f} rps", flush=True)
+                        server = psutil.Process(processes[name].pid)
+                        cpu_before = sum(server.cpu_times()[:2])
+                        run_ = _wrk(bases[name], workload, rows=args.rows, duration=args.duration,
+                                    connections=args.connections)  # fmt: skip
+                        # The server's own CPU per request: what the code costs, whatever else the
+                        # shared machine runs meanwhile (throughput moves with that, this much less).
+                        cpu = sum(server.cpu_times()[:2]) - cpu_before
+                        run_["cpu_us"] = cpu / max(run_["requests"], 1) * 1e6
+                        runs[name][workload].append(run_)
+                        print(f"round {round_ + 1} {workload:7} {name:10} {run_['rps']:9.0f} rps "
+                              f"{run_['cpu_us']:6.0f} us CPU/request", flush=True)
             paced = None
             if "generated" in args.apps and "by_id" in args.workloads:
                 knee = statistics.median(run["rps"] for run in runs["generated"]["by_id"])

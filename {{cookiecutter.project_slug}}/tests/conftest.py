@@ -7,8 +7,10 @@ one server.
 import asyncio
 import os
 import secrets
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -40,13 +42,19 @@ async def _execute(url: str, statement: str) -> None:
 
 
 @pytest.fixture(scope="session")
-def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def server_url() -> Iterator[str]:
     url = os.environ.get("DATABASE_URL")
     if url:
         yield url
         return
-    with ThrowawayPostgres(tmp_path_factory.mktemp("postgres") / "data") as server:
-        yield server.url
+    # Outside pytest's temporary root, which a pytest session starting meanwhile resets to 0700:
+    # the server's own user could then no longer reach its data to stop it.
+    folder = Path(tempfile.mkdtemp(prefix="test-postgres-"))
+    try:
+        with ThrowawayPostgres(folder / "data") as server:
+            yield server.url
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

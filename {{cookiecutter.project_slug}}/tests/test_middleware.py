@@ -18,7 +18,10 @@ from structlog.contextvars import get_contextvars
 
 from {{ cookiecutter.package_name }}.app import create_app
 from {{ cookiecutter.package_name }}.devdb import free_port
-from {{ cookiecutter.package_name }}.middleware.request_id import RequestIdMiddleware, TrustedPeers
+from {{ cookiecutter.package_name }}.middleware.edge import EdgeMiddleware
+from {{ cookiecutter.package_name }}.middleware.metrics import RequestMetrics
+from {{ cookiecutter.package_name }}.middleware.request_id import TrustedPeers
+from {{ cookiecutter.package_name }}.observability.metrics import Metrics
 from {{ cookiecutter.package_name }}.settings import Settings
 
 BASE = "/{{ cookiecutter.resource_plural }}"
@@ -68,7 +71,7 @@ async def test_a_request_id_is_made_and_echoed(client: httpx.AsyncClient) -> Non
 
 
 async def _echo_request_id(trusted: str, peer: str, incoming: bytes) -> tuple[str, dict[str, object]]:
-    """Run RequestIdMiddleware around a five-line app; return the id sent back and the log context."""
+    """Run the edge middleware around a five-line app; return the id sent back and the log context."""
     seen: dict[str, object] = {}
 
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
@@ -85,7 +88,8 @@ async def _echo_request_id(trusted: str, peer: str, incoming: bytes) -> tuple[st
         return {"type": "http.request", "body": b""}
 
     scope = {"type": "http", "method": "GET", "path": "/", "client": (peer, 4321), "headers": [(b"x-request-id", incoming)]}
-    await RequestIdMiddleware(app, trusted=TrustedPeers(trusted))(scope, receive, send)
+    edge = EdgeMiddleware(app, metrics=RequestMetrics(Metrics()), access_log=None, trusted=TrustedPeers(trusted))
+    await edge(scope, receive, send)
     headers = dict(sent[0]["headers"])
     return headers[b"x-request-id"].decode(), seen
 

@@ -9,19 +9,20 @@ from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from ..observability.metrics import Metrics
 from ..settings import Settings
-from .access_log import AccessLogMiddleware
+from .access_log import AccessLog
 from .body_limit import BodySizeLimitMiddleware
-from .metrics import MetricsMiddleware
-from .request_id import RequestIdMiddleware, TrustedPeers
-from .security_headers import SecurityHeadersMiddleware
-from .unhandled import UnhandledErrorMiddleware
+from .edge import EdgeMiddleware
+from .head import HeadAsGetMiddleware
+from .metrics import RequestMetrics
+from .request_id import TrustedPeers
 
 
 def middleware_stack(settings: Settings, metrics: Metrics) -> list[Middleware]:
-    """Outermost first: every response, the 500 of an unhandled error included, gets the security
-    headers and the request id; the access log line carries the request id; the body limit sits
-    right before routing. The request id judges the TCP peer, so it runs before the proxy headers
-    (uvicorn's middleware, here rather than in the server for that reason) replace it."""
+    """Outermost first: the edge (request id, security headers, unhandled errors, metrics, access
+    log) sees every answer, a 413 or a 500 included; the body limit and HEAD-as-GET sit right
+    before routing. The edge judges the request id on the TCP peer, so uvicorn's proxy-headers
+    middleware (here rather than in the server for that reason) comes after it and replaces the
+    peer and scheme with what a trusted proxy says."""
     trusted = TrustedPeers(settings.forwarded_allow_ips)
     # Costs time on every request: only in the stack when a proxy is named.
     proxy_headers = (
@@ -30,16 +31,15 @@ def middleware_stack(settings: Settings, metrics: Metrics) -> list[Middleware]:
         else []
     )
     access_log = (
-        [Middleware(AccessLogMiddleware, mode=settings.access_log, sample=settings.access_log_sample)]
+        AccessLog(mode=settings.access_log, sample=settings.access_log_sample)
         if settings.access_log != "off"
-        else []
+        else None
     )
     return [
-        Middleware(RequestIdMiddleware, trusted=trusted),
+        Middleware(
+            EdgeMiddleware, metrics=RequestMetrics(metrics), access_log=access_log, trusted=trusted
+        ),
         *proxy_headers,
-        Middleware(SecurityHeadersMiddleware),
-        *access_log,
-        Middleware(MetricsMiddleware, metrics=metrics),
-        Middleware(UnhandledErrorMiddleware),
         Middleware(BodySizeLimitMiddleware, max_bytes=settings.max_body_bytes),
+        Middleware(HeadAsGetMiddleware),
     ]
