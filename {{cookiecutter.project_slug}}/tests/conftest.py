@@ -41,6 +41,16 @@ async def _execute(url: str, statement: str) -> None:
         await connection.close()
 
 
+async def count_rows(database_url: str) -> int:
+    """Rows in the resource table, read on a connection of its own (outside the app's pool)."""
+    connection = await asyncpg.connect(database_url)
+    try:
+        count: int = await connection.fetchval("SELECT count(*) FROM {{ cookiecutter.resource_plural }}")
+        return count
+    finally:
+        await connection.close()
+
+
 @pytest.fixture(scope="session")
 def server_url() -> Iterator[str]:
     url = os.environ.get("DATABASE_URL")

@@ -225,3 +225,6 @@ def test_served_process_never_logs_the_database_password(database_url: str, reac
         output, _ = process.communicate(timeout=60)
     assert output.strip(), "the process logged nothing: the check would prove nothing"
     assert password not in output
+    # uvicorn's own records (start-up failure, tracebacks) too: every line is JSON.
+    for line in output.splitlines():
+        assert isinstance(json.loads(line), dict), line

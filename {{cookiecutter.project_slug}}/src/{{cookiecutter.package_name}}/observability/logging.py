@@ -11,7 +11,7 @@ import orjson
 import structlog
 
 from ..settings import Settings
-from .line_writer import LoopBatchedWriter
+from .line_writer import BatchedLineWriter
 from .redaction import redact_secrets
 
 
@@ -45,13 +45,17 @@ def configure_logging(settings: Settings) -> None:
         structlog.processors.add_log_level,
         _UtcTimestamp(),
     ]
+    stdlib_handler: logging.Handler
     if settings.app_env == "dev":
         renderer: structlog.typing.Processor = structlog.dev.ConsoleRenderer()
         logger_factory: Any = structlog.WriteLoggerFactory(sys.stdout)
+        stdlib_handler = logging.StreamHandler(sys.stdout)
     else:
         # orjson renders bytes straight for the binary stream: no str round trip, no encode.
         renderer = structlog.processors.JSONRenderer(serializer=orjson.dumps)
-        logger_factory = _SharedLoggerFactory(LoopBatchedWriter(sys.stdout.buffer))
+        writer = BatchedLineWriter(sys.stdout.buffer)
+        logger_factory = _SharedLoggerFactory(writer)
+        stdlib_handler = _WriterHandler(writer)
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
@@ -67,8 +71,7 @@ def configure_logging(settings: Settings) -> None:
     )
     # Records of the standard library (uvicorn's errors and tracebacks, asyncpg, alembic) are
     # rendered as JSON lines by the same processors and masked by the same redaction.
-    handler = logging.StreamHandler(sys.stdout)
-    handler.setFormatter(
+    stdlib_handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
             foreign_pre_chain=[structlog.contextvars.merge_contextvars, *shared],
             processors=[
@@ -81,14 +84,32 @@ def configure_logging(settings: Settings) -> None:
             ],
         )
     )
-    logging.basicConfig(level=level, handlers=[handler], force=True)
+    logging.basicConfig(level=level, handlers=[stdlib_handler], force=True)
 
 
 class _SharedLoggerFactory:
     """Every structlog logger writes through the one batching writer."""
 
-    def __init__(self, writer: LoopBatchedWriter) -> None:
+    def __init__(self, writer: BatchedLineWriter) -> None:
         self._writer = writer
 
-    def __call__(self, *args: Any) -> LoopBatchedWriter:
+    def __call__(self, *args: Any) -> BatchedLineWriter:
         return self._writer
+
+
+class _WriterHandler(logging.Handler):
+    """A stdlib handler writing through the same writer as structlog: one stream, in order."""
+
+    def __init__(self, writer: BatchedLineWriter) -> None:
+        super().__init__()
+        self._writer = writer
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            line = self.format(record).encode()
+            if record.levelno >= logging.WARNING:
+                self._writer.warning(line)  # written at once, like structlog's warnings
+            else:
+                self._writer.info(line)
+        except Exception:  # logging must never raise into the code that logs
+            self.handleError(record)
