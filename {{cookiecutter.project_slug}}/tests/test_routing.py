@@ -156,6 +156,25 @@ async def test_an_unsupported_declaration_runs_the_standard_handler(
     assert standard_handler_calls == ["/sync"]
 
 
+async def test_every_handler_is_chosen_at_start_up_before_any_request(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    built: list[str] = []
+    build = FastRoute.get_route_handler
+
+    def recording(route: FastRoute) -> Any:
+        built.append(route.path)
+        return build(route)
+
+    monkeypatch.setattr(FastRoute, "get_route_handler", recording)
+    app = create_app(settings)
+    async with app.router.lifespan_context(app):
+        pass  # no request at all
+    assert sorted(built) == sorted(
+        [BASE, BASE, TEMPLATE, TEMPLATE, TEMPLATE, "/healthz", "/readyz"]
+    )
+
+
 async def test_scope_route_is_the_route_fastapi_matched() -> None:
     seen: list[Any] = []
 

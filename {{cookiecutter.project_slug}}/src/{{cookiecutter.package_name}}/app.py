@@ -15,6 +15,7 @@ from .errors import install_error_handlers
 from .middleware import middleware_stack
 from .observability.logging import configure_logging
 from .observability.metrics import Metrics
+from .routing import build_route_handlers
 from .settings import Settings
 
 APPLICATION_NAME = "{{ cookiecutter.project_slug }}"
@@ -44,6 +45,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         )
         metrics.watch_pool(app.state.db.pool)
         logger.info("pool_opened", min_size=settings.pool_min_size, max_size=settings.pool_max_size)
+        build_route_handlers(app)
         loop_lag = asyncio.create_task(metrics.watch_loop_lag())
         _tune_gc()
         try:

@@ -32,7 +32,8 @@ from fastapi.dependencies.utils import (
     solve_dependencies,
 )
 from fastapi.exceptions import RequestValidationError
-from fastapi.routing import APIRoute
+from fastapi import FastAPI
+from fastapi.routing import APIRoute, iter_route_contexts
 from pydantic_core import PydanticUndefined
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -212,3 +213,13 @@ class FastRoute(APIRoute):
             logger.warning("route_runs_standard_handler", path=route.path, reason=reason)
             return super().get_route_handler()
         return _fast_handler(route)
+
+
+def build_route_handlers(app: FastAPI) -> None:
+    """Build every mounted route's handler now, at start-up.
+
+    FastAPI builds the handler of a route in an included router when the route is first matched;
+    built here, every route's choice of handler is made, and logged, before any traffic.
+    """
+    for _ in iter_route_contexts(app.router.routes):
+        pass
