@@ -103,10 +103,22 @@ async def client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
 
 
 @pytest.fixture(scope="session")
-def served_url(database_url: str) -> Iterator[str]:
-    """The real server process (`python -m {{ cookiecutter.package_name }}`) on a free TCP port."""
+def served_metrics_port() -> int:
+    return free_port()
+
+
+@pytest.fixture(scope="session")
+def served_url(database_url: str, served_metrics_port: int) -> Iterator[str]:
+    """The real server process (`python -m {{ cookiecutter.package_name }}`) on a free TCP port,
+    its /metrics listener on `served_metrics_port`."""
     port = free_port()
-    env = {**os.environ, "DATABASE_URL": database_url, "PORT": str(port), "HOST": "127.0.0.1"}
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "PORT": str(port),
+        "HOST": "127.0.0.1",
+        "METRICS_PORT": str(served_metrics_port),
+    }
     process = subprocess.Popen(
         [sys.executable, "-m", "{{ cookiecutter.package_name }}"],
         env=env,

@@ -5,6 +5,7 @@ BaseHTTPMiddleware, which runs the app in a task and copies each response body.
 """
 
 from starlette.middleware import Middleware
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from ..observability.metrics import Metrics
 from ..settings import Settings
@@ -13,19 +14,32 @@ from .body_limit import BodySizeLimitMiddleware
 from .edge import EdgeMiddleware
 from .head import HeadAsGetMiddleware
 from .metrics import RequestMetrics
+from .request_id import TrustedPeers
 
 
 def middleware_stack(settings: Settings, metrics: Metrics) -> list[Middleware]:
     """Outermost first: the edge (request id, security headers, unhandled errors, metrics, access
     log) sees every answer, a 413 or a 500 included; the body limit and HEAD-as-GET sit right
-    before routing."""
+    before routing. The edge judges the request id on the TCP peer, so uvicorn's proxy-headers
+    middleware (here rather than in the server for that reason) comes after it and replaces the
+    peer and scheme with what a trusted proxy says."""
+    trusted = TrustedPeers(settings.forwarded_allow_ips)
+    # Costs time on every request: only in the stack when a proxy is named.
+    proxy_headers = (
+        [Middleware(ProxyHeadersMiddleware, trusted_hosts=settings.forwarded_allow_ips)]
+        if trusted
+        else []
+    )
     access_log = (
         AccessLog(mode=settings.access_log, sample=settings.access_log_sample)
         if settings.access_log != "off"
         else None
     )
     return [
-        Middleware(EdgeMiddleware, metrics=RequestMetrics(metrics), access_log=access_log),
+        Middleware(
+            EdgeMiddleware, metrics=RequestMetrics(metrics), access_log=access_log, trusted=trusted
+        ),
+        *proxy_headers,
         Middleware(BodySizeLimitMiddleware, max_bytes=settings.max_body_bytes),
         Middleware(HeadAsGetMiddleware),
     ]
