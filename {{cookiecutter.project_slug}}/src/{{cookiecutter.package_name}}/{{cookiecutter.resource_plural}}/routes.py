@@ -70,7 +70,7 @@ def _not_found({{ cookiecutter.resource }}_id: int) -> ProblemError:
     "",
     status_code=201,
     response_model={{ cookiecutter.__resource_class }},
-    summary="Create a {{ cookiecutter.resource }}",
+    summary="Create {{ cookiecutter.__resource_article }} {{ cookiecutter.resource }}",
 )
 async def create_{{ cookiecutter.resource }}(body: {{ cookiecutter.__resource_class }}Create, request: Request) -> Response:
     async with _db(request).connection() as connection:
@@ -83,7 +83,7 @@ async def create_{{ cookiecutter.resource }}(body: {{ cookiecutter.__resource_cl
     "/{{ '{' }}{{ cookiecutter.resource }}_id{{ '}' }}",
     response_model={{ cookiecutter.__resource_class }},
     responses={**_NOT_FOUND, 304: {"description": "If-None-Match names the current ETag"}},
-    summary="Get a {{ cookiecutter.resource }} by id",
+    summary="Get {{ cookiecutter.__resource_article }} {{ cookiecutter.resource }} by id",
 )
 async def get_{{ cookiecutter.resource }}(
     {{ cookiecutter.resource }}_id: {{ cookiecutter.__resource_class }}Id, request: Request, if_none_match: IfNoneMatch = None
@@ -118,7 +118,7 @@ async def list_{{ cookiecutter.resource_plural }}(
     "/{{ '{' }}{{ cookiecutter.resource }}_id{{ '}' }}",
     response_model={{ cookiecutter.__resource_class }},
     responses={**_NOT_FOUND, **_CONDITIONAL},
-    summary="Update some fields of a {{ cookiecutter.resource }}",
+    summary="Update some fields of {{ cookiecutter.__resource_article }} {{ cookiecutter.resource }}",
 )
 async def update_{{ cookiecutter.resource }}(
     {{ cookiecutter.resource }}_id: {{ cookiecutter.__resource_class }}Id,
@@ -144,7 +144,7 @@ async def update_{{ cookiecutter.resource }}(
     "/{{ '{' }}{{ cookiecutter.resource }}_id{{ '}' }}",
     status_code=204,
     responses={**_NOT_FOUND, **_CONDITIONAL},
-    summary="Delete a {{ cookiecutter.resource }}",
+    summary="Delete {{ cookiecutter.__resource_article }} {{ cookiecutter.resource }}",
 )
 async def delete_{{ cookiecutter.resource }}(
     {{ cookiecutter.resource }}_id: {{ cookiecutter.__resource_class }}Id, request: Request, if_match: IfMatch = None
