@@ -23,9 +23,8 @@ import asyncpg
 import httpx
 import psutil
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.report import summarise, write_reports  # noqa: E402
-from tests.baking import bake, load_module, tool_env  # noqa: E402
+from bench.report import summarise, write_reports
+from tests.baking import bake, load_module, tool_env
 
 ROOT = Path(__file__).resolve().parents[1]
 WRK = Path(__file__).resolve().parent / "wrk"

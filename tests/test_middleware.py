@@ -104,7 +104,7 @@ def test_bench_driver_runs_end_to_end(tmp_path: Path) -> None:
     # which the unprivileged PostgreSQL user then cannot traverse.
     workdir = Path(tempfile.mkdtemp(prefix="bench-smoke-"))
     result = subprocess.run(
-        [sys.executable, "bench/run.py", "--duration", "1", "--warmup", "1", "--rounds", "1",
+        [sys.executable, "-m", "bench.run", "--duration", "1", "--warmup", "1", "--rounds", "1",
          "--rows", "2000", "--out", str(out), "--workdir", str(workdir)],
         cwd=TEMPLATE, env={**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"},
         capture_output=True, text=True, timeout=240, check=False,
