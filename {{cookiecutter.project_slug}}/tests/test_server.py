@@ -7,8 +7,8 @@ import sys
 import httpx
 
 
-def test_served_process_creates_and_reads_over_tcp(served_url: str) -> None:
-    with httpx.Client(base_url=served_url) as http:
+def test_served_process_creates_and_reads_over_tcp(served_url: str, auth_headers: dict[str, str]) -> None:
+    with httpx.Client(base_url=served_url, headers=auth_headers) as http:
         created = http.post("/{{ cookiecutter.resource_plural }}", json={"name": "over tcp", "price_cents": 5})
         assert created.status_code == 201
         fetched = http.get(created.headers["location"])

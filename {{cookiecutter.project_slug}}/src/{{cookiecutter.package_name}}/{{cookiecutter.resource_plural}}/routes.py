@@ -5,6 +5,9 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Path, Query, Request, Response
 
+{%- if cookiecutter.auth != "none" %}
+from ..auth import READ, WRITE
+{%- endif %}
 from ..db import Database, Record
 from ..errors import ProblemError
 from ..responses import JSONBytesResponse
@@ -59,6 +62,9 @@ def _parse_if_match(value: str | None) -> int | None:
     status_code=201,
     response_model={{ cookiecutter.__resource_class }},
     summary="Create a {{ cookiecutter.resource }}",
+{%- if cookiecutter.auth != "none" %}
+    dependencies=WRITE,
+{%- endif %}
 )
 async def create_{{ cookiecutter.resource }}(body: {{ cookiecutter.__resource_class }}Create, request: Request) -> Response:
     async with _db(request).connection() as connection:
@@ -72,6 +78,9 @@ async def create_{{ cookiecutter.resource }}(body: {{ cookiecutter.__resource_cl
     response_model={{ cookiecutter.__resource_class }},
     responses=_NOT_FOUND,
     summary="Get a {{ cookiecutter.resource }} by id",
+{%- if cookiecutter.auth != "none" %}
+    dependencies=READ,
+{%- endif %}
 )
 async def get_{{ cookiecutter.resource }}({{ cookiecutter.resource }}_id: {{ cookiecutter.__resource_class }}Id, request: Request) -> Response:
     async with _db(request).connection() as connection:
@@ -85,6 +94,9 @@ async def get_{{ cookiecutter.resource }}({{ cookiecutter.resource }}_id: {{ coo
     "",
     response_model={{ cookiecutter.__resource_class }}Page,
     summary="List {{ cookiecutter.resource_plural }} by id, one keyset page at a time",
+{%- if cookiecutter.auth != "none" %}
+    dependencies=READ,
+{%- endif %}
 )
 async def list_{{ cookiecutter.resource_plural }}(
     request: Request,
@@ -101,6 +113,9 @@ async def list_{{ cookiecutter.resource_plural }}(
     response_model={{ cookiecutter.__resource_class }},
     responses={**_NOT_FOUND, 412: {"description": "If-Match names a stale version"}},
     summary="Update some fields of a {{ cookiecutter.resource }}",
+{%- if cookiecutter.auth != "none" %}
+    dependencies=WRITE,
+{%- endif %}
 )
 async def update_{{ cookiecutter.resource }}(
     {{ cookiecutter.resource }}_id: {{ cookiecutter.__resource_class }}Id,
@@ -129,6 +144,9 @@ async def update_{{ cookiecutter.resource }}(
     status_code=204,
     responses=_NOT_FOUND,
     summary="Delete a {{ cookiecutter.resource }}",
+{%- if cookiecutter.auth != "none" %}
+    dependencies=WRITE,
+{%- endif %}
 )
 async def delete_{{ cookiecutter.resource }}({{ cookiecutter.resource }}_id: {{ cookiecutter.__resource_class }}Id, request: Request) -> Response:
     async with _db(request).connection() as connection:
