@@ -1,13 +1,17 @@
 """Start the real server process (`python -m <package>`) of a baked project on a free port."""
 
+import asyncio
+import contextlib
 import os
 import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import asyncpg
 import httpx
 
 from .baking import load_module, tool_env
@@ -52,3 +56,22 @@ def start_service(project: Path, database_url: str, log: Path, **env: str) -> Se
             process.kill()
             raise RuntimeError(f"service did not start: {served.output()[-3000:]}")
         time.sleep(0.05)  # polling a process that is starting: there is no event to wait on
+
+
+@contextlib.contextmanager
+def scratch_database(postgres_url: str, name: str) -> Iterator[str]:
+    """A database of its own on the shared PostgreSQL server, empty, dropped afterwards."""
+    asyncio.run(_execute(postgres_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    asyncio.run(_execute(postgres_url, f'CREATE DATABASE "{name}"'))
+    try:
+        yield postgres_url.rsplit("/", 1)[0] + f"/{name}"
+    finally:
+        asyncio.run(_execute(postgres_url, f'DROP DATABASE "{name}" WITH (FORCE)'))
+
+
+async def _execute(url: str, statement: str) -> None:
+    connection = await asyncpg.connect(url)
+    try:
+        await connection.execute(statement)
+    finally:
+        await connection.close()

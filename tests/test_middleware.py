@@ -107,9 +107,10 @@ def test_bench_driver_runs_end_to_end(tmp_path: Path) -> None:
     shutil.rmtree(workdir, ignore_errors=True)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     results = json.loads((out / "results.json").read_text())
-    assert set(results["runs"]) == {"generated", "ceiling", "minimal", "baseline"}
+    assert set(results["runs"]) == {"generated", "generated_log_off", "ceiling", "minimal", "baseline"}
     for per_app in results["summary"]["medians"].values():
-        assert set(per_app) == {"by_id", "page", "create", "patch"}
+        assert set(per_app) == {"by_id", "page", "create", "patch", "delete"}
         assert all(cell["rps"] > 0 and cell["errors"] == 0 for cell in per_app.values())
+        assert all(cell["cpu_us"] > 0 for cell in per_app.values())
     assert "generated/ceiling" in (out / "results.md").read_text()
     assert (out / "results.png").read_bytes().startswith(b"\x89PNG")

@@ -5,11 +5,12 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import asyncpg
 import httpx
 import orjson
 import pytest
 from fastapi import FastAPI
+
+from .conftest import count_rows
 
 BASE = "/{{ cookiecutter.resource_plural }}"
 ID_FIELD = "{{ cookiecutter.resource }}_id"
@@ -132,15 +133,6 @@ HOSTILE = {
     # A malformed X-Request-ID is replaced, never echoed (see the test below); here it rides along.
     "bad-body-with-malformed-request-id": Hostile("POST", BASE, 400, b"{", {**JSON, "x-request-id": "<script>" + "x" * 500}, detail_says="not valid JSON"),
 }
-
-
-async def count_rows(database_url: str) -> int:
-    connection = await asyncpg.connect(database_url)
-    try:
-        count: int = await connection.fetchval("SELECT count(*) FROM {{ cookiecutter.resource_plural }}")
-        return count
-    finally:
-        await connection.close()
 
 
 @pytest.fixture(scope="module")

@@ -12,6 +12,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
+import orjson
 import pytest
 from fastapi import FastAPI
 
@@ -109,23 +110,21 @@ async def test_https_requests_get_strict_transport_security(app: FastAPI) -> Non
     assert headers["strict-transport-security"].startswith("max-age=")
 
 
-def test_redaction_before_the_renderer_masks_every_value_of_the_event() -> None:
-    redact = RedactSecrets(["hunter2"])
-    event = redact(
-        None,
-        "error",
+def test_redaction_masks_an_orjson_rendered_bytes_line() -> None:
+    line = orjson.dumps(
         {
             "event": "connect failed for postgresql://app:hunter2@db:5432/x",
-            "nested": {"dsn": "postgres://other:pa55@host/db", "list": ["hunter2 again"]},
+            "other": "postgres://other:pa55@host/db",
             "exception": "Traceback...\nOSError: password hunter2 rejected",
             "count": 3,
-        },
+        }
     )
-    assert isinstance(event, dict)
-    text = repr(event)
-    assert "hunter2" not in text
-    assert "pa55" not in text
-    assert "postgresql://app:***@db:5432/x" in event["event"]
+    masked = RedactSecrets(["hunter2"])(None, "error", line)
+    assert isinstance(masked, bytes)
+    assert b"hunter2" not in masked
+    assert b"pa55" not in masked
+    event = orjson.loads(masked)
+    assert event["event"] == "connect failed for postgresql://app:***@db:5432/x"
     assert event["count"] == 3
     assert MASK in event["exception"]
 
@@ -216,3 +215,6 @@ def test_served_process_never_logs_the_database_password(
         output, _ = process.communicate(timeout=60)
     assert output.strip(), "the process logged nothing: the check would prove nothing"
     assert password not in output
+    # uvicorn's own records (start-up failure, tracebacks) too: every line is JSON.
+    for line in output.splitlines():
+        assert isinstance(json.loads(line), dict), line

@@ -17,6 +17,16 @@ def test_served_process_creates_and_reads_over_tcp(served_url: str, auth_headers
     assert "server" not in fetched.headers
 
 
+def test_head_answers_the_headers_of_get_without_the_body(served_url: str, auth_headers: dict[str, str]) -> None:
+    with httpx.Client(base_url=served_url, headers=auth_headers) as http:
+        location = http.post("/{{ cookiecutter.resource_plural }}", json={"name": "head", "price_cents": 5}).headers["location"]
+        got, head = http.get(location), http.head(location)
+    assert head.status_code == 200
+    assert head.content == b""
+    assert head.headers["etag"] == got.headers["etag"]
+    assert head.headers["content-length"] == str(len(got.content))
+
+
 def _start_with(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     clean = {key: value for key, value in os.environ.items() if key != "DATABASE_URL"}
     return subprocess.run(

@@ -38,6 +38,9 @@ def main() -> int:
         forwarded_allow_ips=trusted_proxies or None,
         # Our access log (observability/access_log.py) replaces uvicorn's; no version leak.
         access_log=False,
+        # uvicorn's own records go to the root logger, which configure_logging renders as JSON
+        # lines through the same redaction; uvicorn's default config would print them as text.
+        log_config=None,
         server_header=False,
         log_level=settings.log_level,
     )

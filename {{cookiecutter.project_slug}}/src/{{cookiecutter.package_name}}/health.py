@@ -5,9 +5,10 @@ from fastapi import APIRouter, Request, Response
 
 from .errors import problem
 from .responses import JSONBytesResponse
+from .routing import FastRoute
 
 logger = structlog.get_logger(__name__)
-router = APIRouter(tags=["health"])
+router = APIRouter(tags=["health"], route_class=FastRoute)
 
 READINESS_TIMEOUT_SECONDS = 1.0
 _OK = b'{"status":"ok"}'

@@ -11,12 +11,11 @@ from starlette.middleware.cors import CORSMiddleware
 
 from ..observability.metrics import Metrics
 from ..settings import Settings
-from .access_log import AccessLogMiddleware
+from .access_log import AccessLog
 from .body_limit import BodySizeLimitMiddleware
-from .metrics import MetricsMiddleware
-from .request_id import RequestIdMiddleware
-from .security_headers import SecurityHeadersMiddleware
-from .unhandled import UnhandledErrorMiddleware
+from .edge import EdgeMiddleware
+from .head import HeadAsGetMiddleware
+from .metrics import RequestMetrics
 
 if TYPE_CHECKING:
     from ..observability.tracing import Tracing
@@ -28,13 +27,14 @@ CORS_EXPOSE_HEADERS = ["ETag", "Location", "X-Request-ID", "Retry-After"]
 def middleware_stack(
     settings: Settings, metrics: Metrics, tracing: "Tracing | None" = None
 ) -> list[Middleware]:
-    """Outermost first: every response, the 500 of an unhandled error included, gets the security
-    headers and the request id; the access log line carries the request id; the body limit sits
-    right before routing."""
+    """Outermost first: the request span (TRACING=true) covers everything; the edge (request id,
+    security headers, unhandled errors, metrics, access log) sees every answer, a 413 or a 500
+    included; CORS (when origins are listed) answers preflights inside the edge; the body limit
+    and HEAD-as-GET sit right before routing."""
     access_log = (
-        [Middleware(AccessLogMiddleware, mode=settings.access_log, sample=settings.access_log_sample)]
+        AccessLog(mode=settings.access_log, sample=settings.access_log_sample)
         if settings.access_log != "off"
-        else []
+        else None
     )
     # No CORS layer unless origins are listed: same-origin and server-to-server calls pay nothing.
     cors = (
@@ -53,11 +53,8 @@ def middleware_stack(
     )
     return [
         *(tracing.middleware() if tracing is not None else []),
-        Middleware(SecurityHeadersMiddleware),
-        Middleware(RequestIdMiddleware),
+        Middleware(EdgeMiddleware, metrics=RequestMetrics(metrics), access_log=access_log),
         *cors,
-        *access_log,
-        Middleware(MetricsMiddleware, metrics=metrics),
-        Middleware(UnhandledErrorMiddleware),
         Middleware(BodySizeLimitMiddleware, max_bytes=settings.max_body_bytes),
+        Middleware(HeadAsGetMiddleware),
     ]
