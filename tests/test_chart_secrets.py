@@ -4,11 +4,7 @@ environment variable; the service reads it from SECRETS_DIR (/run/secrets)."""
 from pathlib import Path
 from typing import Any
 
-import kubernetes_validate
-
-from .test_deploy import chart, find, render
-
-__all__ = ["chart"]  # the module-scoped fixture, shared with test_deploy
+from .charting import find, render, validate
 
 
 def _pod(objects: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -35,4 +31,4 @@ def test_as_files_the_secret_is_mounted_read_only_where_the_service_looks_and_le
     (volume,) = [item for item in spec["volumes"] if item["name"] == "secrets"]
     assert volume["secret"]["secretName"] == "prod-db"
     assert volume["secret"]["items"] == [{"key": "url", "path": "DATABASE_URL"}]
-    kubernetes_validate.validate(find(objects, "Deployment"), "1.30", strict=True)
+    validate(find(objects, "Deployment"))
