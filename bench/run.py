@@ -54,7 +54,8 @@ def _commands(project: Path, port: int) -> dict[str, list[str]]:
 
 def _start(name: str, project: Path, database_url: str, port: int, logs: Path) -> subprocess.Popen[bytes]:
     env = tool_env(project, DATABASE_URL=database_url, PORT=str(port), POOL_SIZE=str(POOL_SIZE),
-                   POOL_MIN_SIZE=str(POOL_SIZE), POOL_MAX_SIZE=str(POOL_SIZE), APP_ENV="prod")  # fmt: skip
+                   POOL_MIN_SIZE=str(POOL_SIZE), POOL_MAX_SIZE=str(POOL_SIZE), APP_ENV="prod",
+                   METRICS_PORT="0")  # fmt: skip
     env["PYTHONPATH"] = f"{project / 'src'}{os.pathsep}{ROOT}"
     if name == "generated_log_off":
         env["ACCESS_LOG"] = "off"

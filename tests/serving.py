@@ -26,25 +26,27 @@ class Served:
     url: str
     port: int
     log: Path
+    metrics_port: int
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")
 
 
 def start_service(project: Path, database_url: str, log: Path, **env: str) -> Served:
-    port = load_module(project, PACKAGE, "devdb").free_port()
+    free_port = load_module(project, PACKAGE, "devdb").free_port
+    port, metrics_port = free_port(), free_port()
     command = [sys.executable, "-m", PACKAGE]
     if PINNED:  # the server on core 0, PostgreSQL and the load generator share the other one
         command = ["taskset", "-c", "0", *command]
     settings = {
         "DATABASE_URL": database_url, "HOST": "127.0.0.1", "PORT": str(port), "APP_ENV": "prod",
-        "ACCESS_LOG": "off", **env,
+        "ACCESS_LOG": "off", "METRICS_PORT": str(metrics_port), **env,
     }  # fmt: skip
     with log.open("wb") as sink:
         process = subprocess.Popen(
             command, cwd=project, env=tool_env(project, **settings), stdout=sink, stderr=subprocess.STDOUT
         )
-    served = Served(process, f"http://127.0.0.1:{port}", port, log)
+    served = Served(process, f"http://127.0.0.1:{port}", port, log, metrics_port)
     deadline = time.monotonic() + 30
     while True:
         try:

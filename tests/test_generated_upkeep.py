@@ -69,7 +69,8 @@ def test_pre_commit_hooks_are_make_lints_checks_and_fail_on_a_lint_error(tmp_pat
         hook["id"]: hook
         for hook in yaml.safe_load((project / ".pre-commit-config.yaml").read_text())["repos"][0]["hooks"]
     }
-    lint = run(project, "make", "-n", "lint", "BIN=.venv/bin").stdout.strip().split(" && ")
+    # --no-print-directory: under an outer make (`make test`) make announces the directory.
+    lint = run(project, "make", "--no-print-directory", "-n", "lint", "BIN=.venv/bin").stdout.strip().split(" && ")
     assert [hooks[name]["entry"].replace(" --force-exclude", "") + suffix for name, suffix in
             (("ruff-check", " ."), ("ruff-format", " ."), ("mypy", ""))] == lint  # fmt: skip
     # The project's .venv, as `make install` makes it: here the template's, which has the same tools.

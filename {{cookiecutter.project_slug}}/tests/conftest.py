@@ -169,10 +169,25 @@ async def client(app: FastAPI, auth_headers: dict[str, str]) -> AsyncIterator[ht
 
 
 @pytest.fixture(scope="session")
-def served_url(database_url: str, auth_env: dict[str, str]) -> Iterator[str]:
-    """The real server process (`python -m {{ cookiecutter.package_name }}`) on a free TCP port."""
+def served_metrics_port() -> int:
+    return free_port()
+
+
+@pytest.fixture(scope="session")
+def served_url(
+    database_url: str, served_metrics_port: int, auth_env: dict[str, str]
+) -> Iterator[str]:
+    """The real server process (`python -m {{ cookiecutter.package_name }}`) on a free TCP port,
+    its /metrics listener on `served_metrics_port`."""
     port = free_port()
-    env = {**os.environ, **auth_env, "DATABASE_URL": database_url, "PORT": str(port), "HOST": "127.0.0.1"}
+    env = {
+        **os.environ,
+        **auth_env,
+        "DATABASE_URL": database_url,
+        "PORT": str(port),
+        "HOST": "127.0.0.1",
+        "METRICS_PORT": str(served_metrics_port),
+    }
     process = subprocess.Popen(
         [sys.executable, "-m", "{{ cookiecutter.package_name }}"],
         env=env,

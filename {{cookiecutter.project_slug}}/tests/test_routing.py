@@ -8,6 +8,7 @@ import fastapi.routing
 import httpx
 import pytest
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Request, Response
+from fastapi.dependencies.utils import solve_dependencies
 
 from {{ cookiecutter.package_name }}.{{ cookiecutter.resource_plural }} import routes
 from {{ cookiecutter.package_name }}.app import create_app
@@ -112,11 +113,10 @@ async def test_a_route_dependency_refuses_that_route_and_no_other() -> None:
 def standard_handler_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every call of FastAPI's standard request handler's dependency solving, by path."""
     calls: list[str] = []
-    solve = fastapi.routing.solve_dependencies
 
     async def counting(*, request: Request, **kwargs: Any) -> Any:
         calls.append(request.url.path)
-        return await solve(request=request, **kwargs)
+        return await solve_dependencies(request=request, **kwargs)
 
     monkeypatch.setattr(fastapi.routing, "solve_dependencies", counting)
     return calls

@@ -8,11 +8,14 @@ headers a client acts on.
 
 import re
 from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack
 from typing import Any
 
 import fastapi.routing
 import httpx
 import pytest
+from fastapi import FastAPI
+from fastapi.dependencies.utils import solve_dependencies
 from fastapi.routing import APIRoute
 
 from {{ cookiecutter.package_name }}.app import create_app
@@ -99,35 +102,40 @@ def _standard_handler(self: FastRoute) -> Any:
 
 @pytest.fixture(scope="module")
 async def both(settings: Settings) -> AsyncIterator[tuple[httpx.AsyncClient, httpx.AsyncClient]]:
-    fast_app, standard_app = create_app(settings), create_app(settings)
-    async with (
-        fast_app.router.lifespan_context(fast_app),
-        standard_app.router.lifespan_context(standard_app),
-        httpx.AsyncClient(transport=httpx.ASGITransport(app=fast_app), base_url="http://t") as fast,
-        httpx.AsyncClient(transport=httpx.ASGITransport(app=standard_app), base_url="http://t") as standard,
-    ):
-        # Included routes get their handlers when first matched: build the standard app's now.
+    async with AsyncExitStack() as stack:
+        fast_app = create_app(settings)
+        await stack.enter_async_context(fast_app.router.lifespan_context(fast_app))
+        # The lifespan builds every route's handler: the standard app's, while they are patched.
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(FastRoute, "get_route_handler", _standard_handler)
-            await standard.get("/healthz")
-            await standard.get(f"{BASE}/1")
+            standard_app = create_app(settings)
+            await stack.enter_async_context(standard_app.router.lifespan_context(standard_app))
+        fast = await stack.enter_async_context(_client_of(fast_app))
+        standard = await stack.enter_async_context(_client_of(standard_app))
         for _ in range(25):  # rows enough that the first page is the same for both
             await fast.post(BASE, content=VALID, headers=JSON)
-        # Each app runs the handler it is meant to, or the comparison proves nothing.
-        with pytest.MonkeyPatch.context() as patch:
-            standard_calls: list[object] = []
-            solve = fastapi.routing.solve_dependencies
-
-            async def counting(**kwargs: Any) -> Any:
-                standard_calls.append(kwargs["request"])
-                return await solve(**kwargs)
-
-            patch.setattr(fastapi.routing, "solve_dependencies", counting)
-            await fast.get(f"{BASE}/1")
-            assert standard_calls == []
-            await standard.get(f"{BASE}/1")
-            assert len(standard_calls) == 1
+        await _check_each_runs_its_handler(fast, standard)
         yield fast, standard
+
+
+def _client_of(app: FastAPI) -> httpx.AsyncClient:
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t")
+
+
+async def _check_each_runs_its_handler(fast: httpx.AsyncClient, standard: httpx.AsyncClient) -> None:
+    """Each app runs the handler it is meant to, or the comparison proves nothing."""
+    standard_calls: list[object] = []
+
+    async def counting(**kwargs: Any) -> Any:
+        standard_calls.append(kwargs["request"])
+        return await solve_dependencies(**kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(fastapi.routing, "solve_dependencies", counting)
+        await fast.get(f"{BASE}/1")
+        assert standard_calls == []
+        await standard.get(f"{BASE}/1")
+        assert len(standard_calls) == 1
 
 
 def _is_new(number: int, row_id: int) -> bool:

@@ -96,6 +96,28 @@ async def test_api_responses_carry_the_security_headers(client: httpx.AsyncClien
     assert "strict-transport-security" not in headers  # plain HTTP: browsers would ignore it
 
 
+@pytest.mark.parametrize("path", ["/healthz", f"{BASE}/999999999", f"{BASE}?limit=20", f"{BASE}?limit=0", "/docs"])
+async def test_every_response_says_cache_control_no_store(client: httpx.AsyncClient, path: str) -> None:
+    assert (await client.get(path)).headers["cache-control"] == "no-store"
+
+
+async def _docs_statuses(settings: Settings) -> list[int]:
+    application = create_app(settings)
+    transport = httpx.ASGITransport(app=application)
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
+        return [(await http.get(path)).status_code for path in ("/docs", "/redoc", "/openapi.json")]
+
+
+async def test_docs_and_schema_are_off_in_prod_by_default(settings: Settings) -> None:
+    assert await _docs_statuses(settings.model_copy(update={"app_env": "prod"})) == [404, 404, 404]
+
+
+async def test_docs_in_prod_setting_turns_docs_and_schema_on(settings: Settings) -> None:
+    on = settings.model_copy(update={"app_env": "prod", "docs_in_prod": True})
+    assert await _docs_statuses(on) == [200, 200, 200]
+    assert await _docs_statuses(settings) == [200, 200, 200]  # dev and test: always on
+
+
 async def test_docs_page_may_load_its_scripts_but_is_not_sniffed_or_framed(client: httpx.AsyncClient) -> None:
     headers = (await client.get("/docs")).headers
     assert "content-security-policy" not in headers
@@ -184,6 +206,7 @@ def test_served_process_never_logs_the_database_password(
         **auth_env,
         "DATABASE_URL": url,
         "PORT": str(port),
+        "METRICS_PORT": str(free_port()),
         "LOG_LEVEL": "debug",
         "POOL_ACQUIRE_TIMEOUT": "0.5",
     }

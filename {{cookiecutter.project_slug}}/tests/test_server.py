@@ -59,3 +59,15 @@ def test_pool_min_above_max_stops_the_process() -> None:
     )
     assert result.returncode == 2
     assert "POOL_MIN_SIZE" in result.stderr
+
+
+def test_a_forwarded_allow_ips_entry_that_is_no_address_stops_the_process() -> None:
+    result = _start_with({"DATABASE_URL": "postgresql://u@127.0.0.1/db", "FORWARDED_ALLOW_IPS": "10.0.0.0/8, proxy.example"})
+    assert result.returncode == 2
+    assert "FORWARDED_ALLOW_IPS" in result.stderr
+
+
+def test_metrics_on_the_traffic_port_stops_the_process() -> None:
+    result = _start_with({"DATABASE_URL": "postgresql://u@127.0.0.1/db", "PORT": "8000", "METRICS_PORT": "8000"})
+    assert result.returncode == 2
+    assert "METRICS_PORT" in result.stderr

@@ -94,6 +94,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # (2 % of a by-id request, py-spy); this service exports Prometheus metrics instead, and
         # TRACING=true traces through observability/tracing.py with a provider of its own.
         telemetry={"tracing": False, "metrics": False, "logs": False},
+        # Off in production unless DOCS_IN_PROD: the schema maps every route for whoever asks.
+        openapi_url="/openapi.json" if settings.docs_served else None,
+        # A slash redirect is built from the Host header: an open redirect. /x/ is a 404 instead.
+        redirect_slashes=False,
     )
     app.state.settings = settings
     app.state.metrics = metrics
@@ -103,5 +107,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # pay for matching the probes' router on every request.
     app.include_router({{ cookiecutter.resource_plural }}.router)
     app.include_router(health.router)
-    app.add_route("/metrics", metrics.endpoint(), include_in_schema=False)
+    # /metrics is served on METRICS_PORT by observability/metrics_listener.py, never here.
     return app

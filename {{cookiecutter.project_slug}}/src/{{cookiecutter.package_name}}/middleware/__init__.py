@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from ..observability.metrics import Metrics
 from ..settings import Settings
@@ -16,6 +17,7 @@ from .body_limit import BodySizeLimitMiddleware
 from .edge import EdgeMiddleware
 from .head import HeadAsGetMiddleware
 from .metrics import RequestMetrics
+from .request_id import TrustedPeers
 
 if TYPE_CHECKING:
     from ..observability.tracing import Tracing
@@ -29,8 +31,17 @@ def middleware_stack(
 ) -> list[Middleware]:
     """Outermost first: the request span (TRACING=true) covers everything; the edge (request id,
     security headers, unhandled errors, metrics, access log) sees every answer, a 413 or a 500
-    included; CORS (when origins are listed) answers preflights inside the edge; the body limit
-    and HEAD-as-GET sit right before routing."""
+    included; the body limit and HEAD-as-GET sit right before routing. The edge judges the request
+    id on the TCP peer, so uvicorn's proxy-headers middleware (here rather than in the server for
+    that reason) comes after it and replaces the peer and scheme with what a trusted proxy says;
+    CORS (when origins are listed) answers preflights after that."""
+    trusted = TrustedPeers(settings.forwarded_allow_ips)
+    # Costs time on every request: only in the stack when a proxy is named.
+    proxy_headers = (
+        [Middleware(ProxyHeadersMiddleware, trusted_hosts=settings.forwarded_allow_ips)]
+        if trusted
+        else []
+    )
     access_log = (
         AccessLog(mode=settings.access_log, sample=settings.access_log_sample)
         if settings.access_log != "off"
@@ -53,7 +64,10 @@ def middleware_stack(
     )
     return [
         *(tracing.middleware() if tracing is not None else []),
-        Middleware(EdgeMiddleware, metrics=RequestMetrics(metrics), access_log=access_log),
+        Middleware(
+            EdgeMiddleware, metrics=RequestMetrics(metrics), access_log=access_log, trusted=trusted
+        ),
+        *proxy_headers,
         *cors,
         Middleware(BodySizeLimitMiddleware, max_bytes=settings.max_body_bytes),
         Middleware(HeadAsGetMiddleware),

@@ -20,7 +20,7 @@ from structlog.contextvars import bind_contextvars, reset_contextvars
 from ..errors import problem
 from .access_log import AccessLog, route_template
 from .metrics import RequestMetrics
-from .request_id import HEADER, request_id
+from .request_id import HEADER, TrustedPeers, request_id
 from .security_headers import security_headers
 
 logger = structlog.get_logger(__name__)
@@ -28,9 +28,15 @@ logger = structlog.get_logger(__name__)
 
 class EdgeMiddleware:
     def __init__(
-        self, app: ASGIApp, *, metrics: RequestMetrics, access_log: AccessLog | None
+        self,
+        app: ASGIApp,
+        *,
+        metrics: RequestMetrics,
+        access_log: AccessLog | None,
+        trusted: TrustedPeers | None = None,
     ) -> None:
         self.app = app
+        self._trusted = trusted or TrustedPeers("")
         self._metrics = metrics
         self._access_log = access_log
 
@@ -38,18 +44,25 @@ class EdgeMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        rid = request_id(scope)
-        extra = [*security_headers(scope), (HEADER, rid.encode("ascii"))]
+        rid, client_rid = request_id(scope, self._trusted)
         status = 0  # no response started yet
 
         async def edge_send(message: Message) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
-                message["headers"] = [*message.get("headers", ()), *extra]
+                # Read at response time: a trusted proxy's scheme (HSTS) is applied by then.
+                message["headers"] = [
+                    *message.get("headers", ()),
+                    *security_headers(scope),
+                    (HEADER, rid.encode("ascii")),
+                ]
             await send(message)
 
-        tokens = bind_contextvars(request_id=rid)
+        if client_rid is None:
+            tokens = bind_contextvars(request_id=rid)
+        else:
+            tokens = bind_contextvars(request_id=rid, client_request_id=client_rid)
         self._metrics.in_flight += 1
         start = time.perf_counter()
         try:

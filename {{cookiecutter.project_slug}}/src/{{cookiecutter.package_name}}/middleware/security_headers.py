@@ -8,6 +8,8 @@ and ReDoc from a CDN, so they get every header but the Content-Security-Policy.
 from starlette.types import Scope
 
 _COMMON: tuple[tuple[bytes, bytes], ...] = (
+    # Answers are per client and change with every write: no cache, shared or private, keeps them.
+    (b"cache-control", b"no-store"),
     (b"x-content-type-options", b"nosniff"),
     (b"x-frame-options", b"DENY"),
     (b"referrer-policy", b"no-referrer"),

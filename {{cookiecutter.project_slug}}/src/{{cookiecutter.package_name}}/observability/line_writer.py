@@ -5,7 +5,8 @@ most one request finishes per event-loop turn, so batching by turn saves nothing
 writes per request, one of them the log line). Informational lines (the access log) are kept for
 at most FLUSH_SECONDS, or until BATCH_LINES are waiting; a warning or an error is written at
 once, with whatever waits before it, so that nothing that explains a crash sits in memory. Lines
-still waiting when the process exits are written by an exit hook; only a SIGKILL loses them.
+still waiting when the process exits are written by an exit hook, or by the server's own last
+records (logging.py); only a SIGKILL loses them.
 """
 
 import asyncio

@@ -106,10 +106,9 @@ class _WriterHandler(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            line = self.format(record).encode()
-            if record.levelno >= logging.WARNING:
-                self._writer.warning(line)  # written at once, like structlog's warnings
-            else:
-                self._writer.info(line)
+            # Written at once, with whatever waits before it: these records are rare, and uvicorn's
+            # last ones come after the lifespan, just before it re-raises SIGTERM on itself
+            # (an exit that runs no exit hook).
+            self._writer.warning(self.format(record).encode())
         except Exception:  # logging must never raise into the code that logs
             self.handleError(record)
