@@ -1,12 +1,10 @@
-"""`python -m {{ cookiecutter.package_name }}`: one uvicorn worker on uvloop + httptools."""
+"""`python -m {{ cookiecutter.package_name }}`: the settings from the environment, then the server."""
 
 import sys
 
-import uvicorn
 from pydantic import ValidationError
 
-from .app import create_app
-from .limits import use_problem_json_for_overload
+from . import server
 from .settings import Settings, describe_error
 
 
@@ -16,32 +14,7 @@ def main() -> int:
     except ValidationError as error:
         print(describe_error(error), file=sys.stderr)
         return 2
-    use_problem_json_for_overload()
-    trusted_proxies = settings.forwarded_allow_ips.strip()
-    # One worker per core: more workers on one core only add context switches.
-    uvicorn.run(
-        create_app(settings),
-        host=settings.host,
-        port=settings.port,
-        loop="uvloop",
-        http="httptools",
-        workers=1,
-        # Above this many open connections or in-flight requests uvicorn answers 503 at once,
-        # before the app runs: excess load is shed, not queued. It counts idle keep-alive
-        # connections too, so it must exceed the connections a load balancer keeps open.
-        limit_concurrency=settings.limit_concurrency,
-        backlog=settings.backlog,
-        timeout_keep_alive=int(settings.timeout_keep_alive),
-        timeout_graceful_shutdown=int(settings.timeout_graceful_shutdown),
-        # The proxy-headers middleware costs time on every request: only on when a proxy is named.
-        proxy_headers=bool(trusted_proxies),
-        forwarded_allow_ips=trusted_proxies or None,
-        # Our access log (observability/access_log.py) replaces uvicorn's; no version leak.
-        access_log=False,
-        server_header=False,
-        log_level=settings.log_level,
-    )
-    return 0
+    return 0 if server.run(settings) else 3  # 3: uvicorn's start-up failure
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ from starlette.middleware import Middleware
 from ..observability.metrics import Metrics
 from ..settings import Settings
 from .access_log import AccessLogMiddleware
+from .admission import AdmissionMiddleware
 from .body_limit import BodySizeLimitMiddleware
 from .metrics import MetricsMiddleware
 from .request_id import RequestIdMiddleware
@@ -18,8 +19,9 @@ from .unhandled import UnhandledErrorMiddleware
 
 def middleware_stack(settings: Settings, metrics: Metrics) -> list[Middleware]:
     """Outermost first: every response, the 500 of an unhandled error included, gets the security
-    headers and the request id; the access log line carries the request id; the body limit sits
-    right before routing."""
+    headers and the request id; admission refuses over-limit requests before any other work (a
+    refusal is counted by its own metric, not logged); the access log line carries the request id;
+    the body limit sits right before routing."""
     access_log = (
         [Middleware(AccessLogMiddleware, mode=settings.access_log, sample=settings.access_log_sample)]
         if settings.access_log != "off"
@@ -28,8 +30,13 @@ def middleware_stack(settings: Settings, metrics: Metrics) -> list[Middleware]:
     return [
         Middleware(SecurityHeadersMiddleware),
         Middleware(RequestIdMiddleware),
+        Middleware(AdmissionMiddleware, limit=settings.max_in_flight, metrics=metrics),
         *access_log,
         Middleware(MetricsMiddleware, metrics=metrics),
         Middleware(UnhandledErrorMiddleware),
-        Middleware(BodySizeLimitMiddleware, max_bytes=settings.max_body_bytes),
+        Middleware(
+            BodySizeLimitMiddleware,
+            max_bytes=settings.max_body_bytes,
+            drain_bytes=settings.max_body_drain_bytes,
+        ),
     ]
