@@ -1,6 +1,6 @@
 """`python -m loadtest [run|capacity|k6|probe] ...`: the knee test and its companions.
 
-  run       (default) seed, sweep, knee, open-loop p99, report, budget verdict (exit 1 on a miss)
+  run       (default) seed, sweep and knee, SLO capacity search, report, budget verdict (exit 1 on a miss)
   capacity  pod sizing from the latest results; --write-helm-values writes the Helm override
   k6        the k6 script against --url with thresholds from budget.toml (exit non-zero on a miss)
   probe     one closed-loop step against any path of --url, printed as JSON
@@ -33,7 +33,8 @@ def _parser() -> argparse.ArgumentParser:
     knee.add_argument("--concurrency", help="comma-separated sweep steps, e.g. 4,16,64")
     knee.add_argument("--step-seconds", type=float)
     knee.add_argument("--warmup-seconds", type=float)
-    knee.add_argument("--open-loop-seconds", type=float)
+    knee.add_argument("--search-seconds", type=float, help="each trial of the rate search")
+    knee.add_argument("--repeats", type=int, help="repeats of the rate search's final step")
     knee.add_argument("--seed-rows", type=int)
     knee.add_argument("--processes", type=int, help="client processes (default: one per client core, at least 2)")
     knee.add_argument("--no-pin", action="store_true", help="do not pin the server to core 0")
