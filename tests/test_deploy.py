@@ -159,7 +159,7 @@ def test_deployment_is_one_worker_on_exactly_one_core_and_4gi(chart: Path) -> No
 
 def test_deployment_passes_server_and_pool_values_as_the_agreed_variables(chart: Path) -> None:
     values = {
-        "server": {"limitConcurrency": 37, "backlog": 512, "timeoutGracefulShutdown": 15},
+        "server": {"maxInFlight": 23, "limitConcurrency": 37, "backlog": 512, "timeoutGracefulShutdown": 15},
         "database": {"poolMinSize": 3, "poolMaxSize": 6, "statementCacheSize": 0},
     }
     (container,) = find(render(chart, values), "Deployment")["spec"]["template"]["spec"]["containers"]
@@ -167,6 +167,7 @@ def test_deployment_passes_server_and_pool_values_as_the_agreed_variables(chart:
     assert (
         env
         | {
+            "MAX_IN_FLIGHT": "23",
             "LIMIT_CONCURRENCY": "37",
             "BACKLOG": "512",
             "TIMEOUT_GRACEFUL_SHUTDOWN": "15",
@@ -287,6 +288,7 @@ def test_chart_lints_with_the_values_file_the_capacity_report_writes(
     capacity, budget = _capacity_modules(default_project)
     sized = capacity.size(
         scenario="mixed",
+        slo_rps=1500.0,
         knee_rps=1800.0,
         knee_concurrency=8,
         serving_fraction=0.7,
@@ -302,7 +304,8 @@ def test_chart_lints_with_the_values_file_the_capacity_report_writes(
     assert not sdk_lint(chart_with_values(chart, tmp_path / "merged", values_file))["Errors"]
     (container,) = find(render(chart, written), "Deployment")["spec"]["template"]["spec"]["containers"]
     env = {item["name"]: item.get("value") for item in container["env"]}
-    assert env["LIMIT_CONCURRENCY"] == str(sized.limit_concurrency)
+    assert env["MAX_IN_FLIGHT"] == str(sized.max_in_flight)
+    assert env["LIMIT_CONCURRENCY"] == "1000"  # a cap on sockets, not measured: the chart's own
     assert env["POOL_MAX_SIZE"] == str(sized.pool_max_size)
 
 
@@ -311,6 +314,7 @@ def test_a_capacity_pool_too_large_for_the_replica_ceiling_is_refused(default_pr
     capacity, budget = _capacity_modules(default_project)
     sized = capacity.size(
         scenario="by_id",
+        slo_rps=2000.0,
         knee_rps=2500.0,
         knee_concurrency=64,
         serving_fraction=0.7,
