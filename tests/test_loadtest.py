@@ -25,7 +25,7 @@ from .serving import free_tcp_port, serve_process
 pytestmark = pytest.mark.slow
 PACKAGE = "inventory_service"
 QUICK = ["--concurrency", "2,8,32", "--step-seconds", "1.5", "--warmup-seconds", "0.5",
-         "--search-seconds", "1.5", "--repeats", "2", "--seed-rows", "2000"]  # fmt: skip
+         "--search-seconds", "1.5", "--repeats", "3", "--seed-rows", "2000"]  # fmt: skip
 
 
 async def _execute(url: str, statement: str) -> None:
@@ -104,11 +104,12 @@ def test_slo_capacity_is_searched_open_loop_and_confirmed_by_repeats(knee_run: d
         for step in trials:
             assert step["requests"] == pytest.approx(step["rate"] * step["seconds"], rel=0.05)
         assert found["slo_rps"] is not None, name
-        assert len(found["repeats"]) == 2
-        assert {step["rate"] for step in found["repeats"]} == {found["slo_rps"]}
-        assert all(step["p99_ms"] <= budget["max_p99_ms"] and step["errors"] == 0 for step in found["repeats"])
+        assert len(found["repeats"]) == 3
+        assert all(step["rate"] == pytest.approx(found["slo_rps"], abs=0.1) for step in found["repeats"])
+        held = [step["p99_ms"] <= budget["max_p99_ms"] and step["errors"] == 0 for step in found["repeats"]]
+        assert 2 * sum(held) > len(held), found["repeats"]  # most repeats held the budget
         # Any rate tried above the capacity failed: the search claims the highest rate that held.
-        above = [step for step in found["trials"] if step["rate"] > found["slo_rps"] * 1.001]
+        above = [step for step in found["trials"] if step["rate"] > found["slo_rps"] + 0.1]
         assert above, name
         assert any(step["p99_ms"] > budget["max_p99_ms"] or step["errors"] for step in above), name
         spread = found["spread"]

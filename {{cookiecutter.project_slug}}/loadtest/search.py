@@ -7,7 +7,7 @@ within `max_error_rate`. From a starting rate the search steps up by `growth` wh
 (down while they fail) until one rate passes and the next fails, then bisects between the two
 until they are within `precision` of each other. The last passing rate is then run `repeats`
 more times: it is the SLO capacity when most repeats pass too (so the median repeat is within
-budget); otherwise the search steps down by `growth` and repeats again (at most
+budget); otherwise the search steps down by `precision` and repeats again (at most
 `MAX_CONFIRMATIONS` times). The spread of the repeats (their p99, lowest to highest) is reported
 beside it: one lucky trial cannot set the capacity, and one unlucky repeat on a shared machine
 does not erase it without showing in the spread.
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from .engine import Step
 
-MAX_CONFIRMATIONS = 3
+MAX_CONFIRMATIONS = 5
 MAX_TRIALS = 30  # a search that has not converged by now reports what it has
 
 
@@ -90,7 +90,7 @@ def search(trial: Callable[[float], Step], start_rps: float, limits: Limits, pla
         if 2 * sum(passes(step, limits) for step in repeats) > len(repeats):
             result.slo_rps = low
             return result
-        low /= plan.growth
+        low *= 1 - plan.precision
         if low < plan.floor_rps:
             break
     return result
