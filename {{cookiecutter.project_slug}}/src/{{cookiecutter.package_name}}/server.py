@@ -43,8 +43,6 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     _head_timer: asyncio.TimerHandle | None = None
     _awaiting_head = True  # no request head is complete since the last request ended
     _streamed_head_bytes = 0  # bytes received towards a head that is not complete yet
-    _parsed_head_bytes = 0  # request target and header fields of the head being parsed
-    _header_count = 0
     _refused = False
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -67,27 +65,18 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             # Bytes of a head arrived but not all of it: the deadline starts now.
             self._head_timer = self.loop.call_later(self.head_timeout, self._head_timed_out)
 
-    # Parser callbacks: measure the head as httptools parses it.
-    def on_message_begin(self) -> None:
-        super().on_message_begin()
-        self._parsed_head_bytes = self._header_count = 0
-
-    def on_url(self, url: bytes) -> None:
-        super().on_url(url)
-        self._parsed_head_bytes += len(url)
-
-    def on_header(self, name: bytes, value: bytes) -> None:
-        super().on_header(name, value)
-        self._parsed_head_bytes += len(name) + len(value) + 4  # ": " and CRLF
-        self._header_count += 1
-
+    # Parser callbacks. The head is measured once it is parsed, from what uvicorn collected.
     def on_headers_complete(self) -> None:
         if self._refused:
             return  # a request pipelined after a refused one is not served
-        self._cancel_head_timer()
+        if self._head_timer is not None:
+            self._cancel_head_timer()
         self._awaiting_head = False
         self._streamed_head_bytes = 0
-        if self._parsed_head_bytes > self.max_head_bytes or self._header_count > self.max_headers:
+        headers = self.headers
+        # Request target and header fields, each with its ": " and CRLF.
+        size = len(self.url) + sum(len(name) + len(value) for name, value in headers) + 4 * len(headers)
+        if size > self.max_head_bytes or len(headers) > self.max_headers:
             self._refused = True  # answered once the parser returns, see data_received
             return
         super().on_headers_complete()
