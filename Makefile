@@ -22,7 +22,7 @@ demo: install ## Bake the default service into demo/, serve it on a throwaway Po
 	$(BIN)/python scripts/demo.py
 
 bench: install ## Side-by-side benchmark (generated vs ceiling, minimal FastAPI, ORM baseline); writes docs/bench/
-	$(BIN)/python bench/run.py
+	$(BIN)/python -m bench.run
 
 test: install ## Run the template's tests: bake variants, lint them, run their suites on PostgreSQL
 	$(BIN)/pytest tests

@@ -1,11 +1,13 @@
 """Python CPU per request of each way to turn rows into a JSON body, route by route.
 
-    DATABASE_URL=... python bench/hotpaths.py
+    PYTHONPATH=<baked project>/src DATABASE_URL=<its migrated, seeded database> \
+        python -m bench.hotpaths
 
 For by-id, page, create and patch: (a) FastAPI's response_model path (pydantic-core validates the
-dict, then dumps JSON bytes), (b) orjson bytes from the record, (c) JSON built by PostgreSQL
-(`row_to_json` / `json_agg` ... `::text`) passed through as bytes. Measures process CPU time, so
-PostgreSQL's own work (on another core) is not counted; the three share everything else.
+dict, then dumps JSON bytes), (b) orjson bytes from the record, (c) the service's own statements
+(its `sql.py`: JSON built by PostgreSQL, passed through as bytes). (a) and (b) read the same
+columns of the same table with plain statements. Measures process CPU time, so PostgreSQL's own
+work (on another core) is not counted; the three share everything else.
 """
 
 import asyncio
@@ -21,15 +23,13 @@ import asyncpg
 import orjson
 from pydantic import BaseModel, TypeAdapter
 
-COLUMNS = "id, name, description, price_cents, quantity, created_at, updated_at, version"
+from inventory_service.items import sql  # the default bake's statements, as the service runs them
+
+COLUMNS = sql.COLUMNS
 BY_ID = f"SELECT {COLUMNS} FROM items WHERE id = $1"
 PAGE = f"SELECT {COLUMNS} FROM items WHERE id > $1 ORDER BY id LIMIT $2"
 INSERT = f"INSERT INTO items (name, description, price_cents, quantity) VALUES ($1, $2, $3, $4) RETURNING {COLUMNS}"
 UPDATE = f"UPDATE items SET quantity = $2, version = version + 1 WHERE id = $1 RETURNING {COLUMNS}"
-JSON_BY_ID = f"SELECT version, row_to_json(t)::text FROM ({BY_ID}) t"
-JSON_PAGE = f"SELECT coalesce(json_agg(t), '[]')::text FROM ({PAGE}) t"
-JSON_INSERT = f"WITH t AS ({INSERT}) SELECT version, row_to_json(t)::text FROM t"
-JSON_UPDATE = f"WITH t AS ({UPDATE}) SELECT version, row_to_json(t)::text FROM t"
 
 
 class Item(BaseModel):
@@ -59,7 +59,7 @@ def _strategies(c: Any) -> dict[str, dict[str, Callable[[int], Awaitable[bytes]]
         return orjson.dumps(dict(await c.fetchrow(BY_ID, n)))
 
     async def by_id_pg(n: int) -> bytes:
-        return (await c.fetchrow(JSON_BY_ID, n))[1].encode()
+        return (await c.fetchrow(sql.SELECT_BY_ID, n))["body"].encode()
 
     async def page_model(n: int) -> bytes:
         rows = await c.fetch(PAGE, n, 21)
@@ -70,28 +70,30 @@ def _strategies(c: Any) -> dict[str, dict[str, Callable[[int], Awaitable[bytes]]
         return orjson.dumps({"data": [dict(r) for r in rows[:20]], "next_after": rows[19]["id"]})
 
     async def page_pg(n: int) -> bytes:
-        return b'{"data":' + (await c.fetchval(JSON_PAGE, n, 20)).encode() + b',"next_after":' + str(n + 20).encode() + b"}"
+        return (await c.fetchval(sql.SELECT_PAGE, n, 20)).encode()
 
-    def writes(sql: str, args: Callable[[int], tuple[Any, ...]], kind: str) -> Callable[[int], Awaitable[bytes]]:
+    def writes(statement: str, args: Callable[[int], tuple[Any, ...]], kind: str) -> Callable[[int], Awaitable[bytes]]:
         async def run(n: int) -> bytes:
-            row = await c.fetchrow(sql, *args(n))
+            row = await c.fetchrow(statement, *args(n))
             if kind == "model":
                 return ITEM.dump_json(ITEM.validate_python(dict(row)))
             if kind == "orjson":
                 return orjson.dumps(dict(row))
-            return row[1].encode()
+            return row["body"].encode()
 
         return run
 
     new = lambda n: ("bench", "made here", 100, n % 7)  # noqa: E731
     patch = lambda n: (n, n % 9)  # noqa: E731
+    # sql.UPDATE: id, name, description sent?, description, price, quantity, If-Match version.
+    service_patch = lambda n: (n, None, False, None, None, n % 9, None)  # noqa: E731
     return {
         "by_id": {"response_model": by_id_model, "orjson": by_id_orjson, "postgres_json": by_id_pg},
         "page": {"response_model": page_model, "orjson": page_orjson, "postgres_json": page_pg},
-        "create": {k: writes(sql, new, k[:6] if k != "postgres_json" else "pg") for k, sql in
-                   (("response_model", INSERT), ("orjson", INSERT), ("postgres_json", JSON_INSERT))},
-        "patch": {k: writes(sql, patch, k[:6] if k != "postgres_json" else "pg") for k, sql in
-                  (("response_model", UPDATE), ("orjson", UPDATE), ("postgres_json", JSON_UPDATE))},
+        "create": {"response_model": writes(INSERT, new, "model"), "orjson": writes(INSERT, new, "orjson"),
+                   "postgres_json": writes(sql.INSERT, new, "pg")},
+        "patch": {"response_model": writes(UPDATE, patch, "model"), "orjson": writes(UPDATE, patch, "orjson"),
+                  "postgres_json": writes(sql.UPDATE, service_patch, "pg")},
     }  # fmt: skip
 
 

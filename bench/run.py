@@ -23,15 +23,16 @@ import asyncpg
 import httpx
 import psutil
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.report import summarise, write_reports  # noqa: E402
-from tests.baking import bake, load_module, tool_env  # noqa: E402
+from bench.report import summarise, write_reports
+from tests.baking import bake, load_module, tool_env
 
 ROOT = Path(__file__).resolve().parents[1]
 WRK = Path(__file__).resolve().parent / "wrk"
 SERVER_CORE, LOAD_CORE = 0, 1
-APPS = ("generated", "ceiling", "minimal", "baseline")
-WORKLOADS = ("by_id", "page", "create", "patch")
+APPS = ("generated", "generated_log_off", "ceiling", "minimal", "baseline")
+WORKLOADS = ("by_id", "page", "create", "patch", "delete")
+# Rows seeded ahead of each delete run, per second of it: more than any app deletes in a second.
+DELETABLE_PER_SECOND = 15_000
 POOL_SIZE = 8
 _TUNED = ["--loop", "uvloop", "--http", "httptools", "--no-access-log", "--no-server-header",
           "--no-proxy-headers"]  # fmt: skip
@@ -41,6 +42,8 @@ def _commands(project: Path, port: int) -> dict[str, list[str]]:
     uvicorn = [sys.executable, "-m", "uvicorn", "--port", str(port)]
     return {
         "generated": [sys.executable, "-m", "inventory_service"],
+        # The same service with ACCESS_LOG=off: the price of one access line per request.
+        "generated_log_off": [sys.executable, "-m", "inventory_service"],
         "ceiling": [*uvicorn, *_TUNED, "bench.apps.ceiling:app"],
         "minimal": [*uvicorn, *_TUNED, "bench.apps.minimal_fastapi:app"],
         # uvicorn's defaults: asyncio loop (uvloop is opt-in on the command line), access log on.
@@ -50,8 +53,11 @@ def _commands(project: Path, port: int) -> dict[str, list[str]]:
 
 def _start(name: str, project: Path, database_url: str, port: int, logs: Path) -> subprocess.Popen[bytes]:
     env = tool_env(project, DATABASE_URL=database_url, PORT=str(port), POOL_SIZE=str(POOL_SIZE),
-                   POOL_MIN_SIZE=str(POOL_SIZE), POOL_MAX_SIZE=str(POOL_SIZE), APP_ENV="prod")  # fmt: skip
+                   POOL_MIN_SIZE=str(POOL_SIZE), POOL_MAX_SIZE=str(POOL_SIZE), APP_ENV="prod",
+                   METRICS_PORT="0")  # fmt: skip
     env["PYTHONPATH"] = f"{project / 'src'}{os.pathsep}{ROOT}"
+    if name == "generated_log_off":
+        env["ACCESS_LOG"] = "off"
     log = (logs / f"{name}.log").open("wb")
     command = ["taskset", "-c", str(SERVER_CORE), *_commands(project, port)[name]]
     process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -80,8 +86,8 @@ def _check_answers(name: str, base: str) -> None:
 
 
 def _wrk(base: str, workload: str, *, rows: int, duration: int, connections: int,
-         delay_ms: int | None = None) -> dict[str, float]:  # fmt: skip
-    script = f"ROWS = {rows}\n" + (WRK / f"{workload}.lua").read_text()
+         delay_ms: int | None = None, start: int = 0) -> dict[str, float]:  # fmt: skip
+    script = f"ROWS = {rows}\nSTART = {start}\n" + (WRK / f"{workload}.lua").read_text()
     if delay_ms is not None:
         script = f"DELAY_MS = {delay_ms}\n" + script + (WRK / "paced.lua").read_text()
     script += (WRK / "report.lua").read_text()
@@ -97,6 +103,7 @@ def _wrk(base: str, workload: str, *, rows: int, duration: int, connections: int
     line = next(line for line in result.stdout.splitlines() if line.startswith("WRK_JSON "))
     raw = json.loads(line.removeprefix("WRK_JSON "))
     return {
+        "requests": raw["requests"],
         "rps": raw["requests"] / (raw["duration_us"] / 1e6),
         "p50_ms": raw["p50_us"] / 1000,
         "p99_ms": raw["p99_us"] / 1000,
@@ -120,6 +127,29 @@ async def _prepare(url: str, rows: int) -> str:
         return version
     finally:
         await connection.close()
+
+
+async def _seed_deletable(url: str, count: int) -> int:
+    """Insert `count` rows with consecutive ids for a delete run; return the first id."""
+    connection = await asyncpg.connect(url)
+    try:
+        first, last = await connection.fetchrow(
+            "WITH new AS (INSERT INTO items (name, price_cents) "
+            "SELECT 'to delete', 1 FROM generate_series(1, $1) RETURNING id) "
+            "SELECT min(id), max(id) FROM new", count,
+        )  # fmt: skip
+        assert last - first + 1 == count, "the delete range must be contiguous"
+        return int(first)
+    finally:
+        await connection.close()
+
+
+def _drive(base: str, workload: str, args: argparse.Namespace, url: str, duration: int) -> dict[str, float]:
+    """One wrk run of `workload`; a delete run first gets rows of its own to delete."""
+    start = 0
+    if workload == "delete":
+        start = asyncio.run(_seed_deletable(url, DELETABLE_PER_SECOND * duration))
+    return _wrk(base, workload, rows=args.rows, duration=duration, connections=args.connections, start=start)
 
 
 def _paced_p99(base: str, knee: float, args: argparse.Namespace) -> dict[str, float]:
@@ -170,14 +200,21 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             runs: dict[str, dict[str, list[dict[str, float]]]] = {a: {w: [] for w in args.workloads} for a in args.apps}
             for workload in args.workloads:  # warm-up: JIT-free Python still fills caches and pools
                 for name in args.apps:
-                    _wrk(bases[name], workload, rows=args.rows, duration=args.warmup, connections=args.connections)
+                    _drive(bases[name], workload, args, postgres.url, args.warmup)
             for round_ in range(args.rounds):
                 for workload in args.workloads:
                     order = args.apps[round_ % len(args.apps):] + args.apps[:round_ % len(args.apps)]
                     for name in order:  # interleaved, and rotated each round
-                        runs[name][workload].append(_wrk(bases[name], workload, rows=args.rows,
-                                                         duration=args.duration, connections=args.connections))  # fmt: skip
-                        print(f"round {round_ + 1} {workload:7} {name:10} {runs[name][workload][-1]['rps']:9.0f} rps", flush=True)
+                        server = psutil.Process(processes[name].pid)
+                        cpu_before = sum(server.cpu_times()[:2])
+                        run_ = _drive(bases[name], workload, args, postgres.url, args.duration)
+                        # The server's own CPU per request: what the code costs, whatever else the
+                        # shared machine runs meanwhile (throughput moves with that, this much less).
+                        cpu = sum(server.cpu_times()[:2]) - cpu_before
+                        run_["cpu_us"] = cpu / max(run_["requests"], 1) * 1e6
+                        runs[name][workload].append(run_)
+                        print(f"round {round_ + 1} {workload:7} {name:10} {run_['rps']:9.0f} rps "
+                              f"{run_['cpu_us']:6.0f} us CPU/request", flush=True)
             paced = None
             if "generated" in args.apps and "by_id" in args.workloads:
                 knee = statistics.median(run["rps"] for run in runs["generated"]["by_id"])

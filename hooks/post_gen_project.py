@@ -29,8 +29,14 @@ def format_sources() -> None:
     subprocess.run([ruff, "format", "--quiet", "--no-cache", "."], check=False)
 
 
+def write_chart_readme() -> None:
+    """The chart's README is generated from its values.schema.json and values.yaml."""
+    subprocess.run([sys.executable, "deploy/helm/chart_readme.py"], check=True)
+
+
 def main() -> int:
     format_sources()
+    write_chart_readme()
     status = lock_dependencies() if LOCK else "lock_dependencies=no: uv.lock not written"
     print(f"Baked {SLUG} ({status}). Next steps:")
     print(f"  cd {SLUG}")

@@ -8,7 +8,6 @@ SLUG = "{{ cookiecutter.project_slug }}"
 PACKAGE = "{{ cookiecutter.package_name }}"
 RESOURCE = "{{ cookiecutter.resource }}"
 RESOURCE_PLURAL = "{{ cookiecutter.resource_plural }}"
-PYTHON_VERSION = "{{ cookiecutter.python_version }}"
 
 SLUG_PATTERN = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 SNAKE_CASE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
@@ -42,8 +41,6 @@ def problems() -> list[str]:
         found.append(f"resource_plural {RESOURCE_PLURAL!r} must differ from resource")
     if RESOURCE_PLURAL == PACKAGE:
         found.append(f"resource_plural {RESOURCE_PLURAL!r} must differ from package_name")
-    if not re.match(r"^3\.(1[1-9])$", PYTHON_VERSION):
-        found.append(f"python_version {PYTHON_VERSION!r} is not supported: use 3.11 or newer")
     return found
 
 

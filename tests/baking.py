@@ -1,6 +1,7 @@
 """Bake the template into a folder, and run a baked project's own tools."""
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -48,3 +49,25 @@ def load_module(project: Path, package: str, module: str) -> Any:
         return __import__(f"{package}.{module}", fromlist=[module])
     finally:
         sys.path.remove(str(project / "src"))
+
+
+GIT = ["git", "-c", "user.name=Template Test", "-c", "user.email=test@example.com"]
+
+
+def git(folder: Path, *args: str) -> str:
+    result = subprocess.run([*GIT, *args], cwd=folder, capture_output=True, text=True, check=True)
+    return result.stdout.strip()
+
+
+def git_copy_of_template(folder: Path) -> Path:
+    """A git repository holding the template as it is on disk (committed or not), for cruft."""
+    files = git(TEMPLATE, "ls-files", "--cached", "--others", "--exclude-standard", "-z").split("\0")
+    for name in filter(None, files):
+        source = TEMPLATE / name
+        if source.is_file():
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, folder / name)
+    git(folder, "init", "-q")
+    git(folder, "add", "-A")
+    git(folder, "commit", "-qm", "template v1")
+    return folder

@@ -30,3 +30,9 @@ def postgres_url(default_project: Path) -> Iterator[str]:
             yield server.url
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def chart(default_project: Path) -> Path:
+    """The default bake's Helm chart."""
+    return default_project / "deploy" / "helm" / default_project.name

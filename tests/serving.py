@@ -1,5 +1,7 @@
 """Start the real server process (`python -m <package>`) of a baked project on a free port."""
 
+import asyncio
+import contextlib
 import os
 import shutil
 import socket
@@ -7,9 +9,11 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import asyncpg
 import httpx
 
 from .baking import load_module, tool_env
@@ -24,25 +28,27 @@ class Served:
     url: str
     port: int
     log: Path
+    metrics_port: int
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")
 
 
 def start_service(project: Path, database_url: str, log: Path, **env: str) -> Served:
-    port = load_module(project, PACKAGE, "devdb").free_port()
+    free_port = load_module(project, PACKAGE, "devdb").free_port
+    port, metrics_port = free_port(), free_port()
     command = [sys.executable, "-m", PACKAGE]
     if PINNED:  # the server on core 0, PostgreSQL and the load generator share the other one
         command = ["taskset", "-c", "0", *command]
     settings = {
         "DATABASE_URL": database_url, "HOST": "127.0.0.1", "PORT": str(port), "APP_ENV": "prod",
-        "ACCESS_LOG": "off", **env,
+        "ACCESS_LOG": "off", "METRICS_PORT": str(metrics_port), **env,
     }  # fmt: skip
     with log.open("wb") as sink:
         process = subprocess.Popen(
             command, cwd=project, env=tool_env(project, **settings), stdout=sink, stderr=subprocess.STDOUT
         )
-    served = Served(process, f"http://127.0.0.1:{port}", port, log)
+    served = Served(process, f"http://127.0.0.1:{port}", port, log, metrics_port)
     deadline = time.monotonic() + 30
     while True:
         try:
@@ -78,3 +84,20 @@ def serve_process(command: list[str], cwd: Path, env: dict[str, str], port: int)
                 process.kill()
                 raise RuntimeError(f"{command} did not start") from None
             time.sleep(0.05)  # polling a process that is starting: there is no event to wait on
+@contextlib.contextmanager
+def scratch_database(postgres_url: str, name: str) -> Iterator[str]:
+    """A database of its own on the shared PostgreSQL server, empty, dropped afterwards."""
+    asyncio.run(_execute(postgres_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    asyncio.run(_execute(postgres_url, f'CREATE DATABASE "{name}"'))
+    try:
+        yield postgres_url.rsplit("/", 1)[0] + f"/{name}"
+    finally:
+        asyncio.run(_execute(postgres_url, f'DROP DATABASE "{name}" WITH (FORCE)'))
+
+
+async def _execute(url: str, statement: str) -> None:
+    connection = await asyncpg.connect(url)
+    try:
+        await connection.execute(statement)
+    finally:
+        await connection.close()

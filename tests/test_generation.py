@@ -130,3 +130,13 @@ def test_hook_refuses_bad_options_with_a_clear_message(
     assert result.returncode != 0
     assert message in result.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(("resource", "article"), [("item", "a"), ("invoice", "an")])
+def test_operation_summaries_take_the_article_of_the_resource_name(
+    tmp_path: Path, resource: str, article: str
+) -> None:
+    project = bake(tmp_path, resource=resource, resource_plural=f"{resource}s")
+    routes = next(project.glob(f"src/*/{resource}s/routes.py")).read_text()
+    assert f'summary="Create {article} {resource}"' in routes
+    assert f'summary="Delete {article} {resource}"' in routes

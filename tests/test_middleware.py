@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from .baking import TEMPLATE, run
-from .serving import start_service
+from .serving import Served, start_service
 
 ITEM_TEMPLATE = "/items/{item_id}"
 
@@ -36,11 +36,11 @@ def database_url(default_project: Path, postgres_url: str) -> Iterator[str]:
 
 
 @contextmanager
-def serve(project: Path, database_url: str, log: Path, **env: str) -> Iterator[str]:
+def serve(project: Path, database_url: str, log: Path, **env: str) -> Iterator[Served]:
     """The served default service with its access log on, stopped afterwards."""
     served = start_service(project, database_url, log, **{"ACCESS_LOG": "all", **env})
     try:
-        yield served.url
+        yield served
     finally:
         served.process.terminate()
         served.process.wait(timeout=30)
@@ -48,7 +48,11 @@ def serve(project: Path, database_url: str, log: Path, **env: str) -> Iterator[s
 
 def test_baked_service_middleware_over_tcp(default_project: Path, database_url: str, tmp_path: Path) -> None:
     log = tmp_path / "server.log"
-    with serve(default_project, database_url, log, MAX_BODY_BYTES="1000") as base, httpx.Client(base_url=base) as http:
+    # 127.0.0.1 stands for the proxy whose X-Request-ID the service keeps.
+    with (
+        serve(default_project, database_url, log, MAX_BODY_BYTES="1000", FORWARDED_ALLOW_IPS="127.0.0.1") as served,
+        httpx.Client(base_url=served.url) as http,
+    ):
         created = http.post("/items", json={"name": "tcp", "price_cents": 1}, headers={"x-request-id": "tmpl-create"})
         assert created.status_code == 201
         assert created.headers["x-request-id"] == "tmpl-create"
@@ -62,7 +66,8 @@ def test_baked_service_middleware_over_tcp(default_project: Path, database_url: 
         assert oversize.status_code == 413
         assert oversize.headers["content-type"] == "application/problem+json"
 
-        metrics = http.get("/metrics").text
+        assert http.get("/metrics").status_code == 404  # only on the metrics port
+        metrics = httpx.get(f"http://127.0.0.1:{served.metrics_port}/metrics").text
         assert f'http_requests_total{{method="GET",route="{ITEM_TEMPLATE}",status="200"}} 1.0' in metrics
         assert f"/items/{item_id}\"" not in metrics
         assert "db_pool_size" in metrics and "event_loop_lag_seconds_count" in metrics
@@ -78,8 +83,8 @@ def test_baked_service_middleware_over_tcp(default_project: Path, database_url: 
 def test_baked_service_sheds_load_over_its_concurrency_limit(
     default_project: Path, database_url: str, tmp_path: Path
 ) -> None:
-    with serve(default_project, database_url, tmp_path / "server.log", LIMIT_CONCURRENCY="2") as base:
-        port = int(base.rsplit(":", 1)[1])
+    with serve(default_project, database_url, tmp_path / "server.log", LIMIT_CONCURRENCY="2") as served:
+        base, port = served.url, served.port
         with socket.create_connection(("127.0.0.1", port)) as held:
             held.sendall(b"GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n")
             assert held.recv(4096).startswith(b"HTTP/1.1 200")
@@ -99,7 +104,7 @@ def test_bench_driver_runs_end_to_end(tmp_path: Path) -> None:
     # which the unprivileged PostgreSQL user then cannot traverse.
     workdir = Path(tempfile.mkdtemp(prefix="bench-smoke-"))
     result = subprocess.run(
-        [sys.executable, "bench/run.py", "--duration", "1", "--warmup", "1", "--rounds", "1",
+        [sys.executable, "-m", "bench.run", "--duration", "1", "--warmup", "1", "--rounds", "1",
          "--rows", "2000", "--out", str(out), "--workdir", str(workdir)],
         cwd=TEMPLATE, env={**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"},
         capture_output=True, text=True, timeout=240, check=False,
@@ -107,9 +112,10 @@ def test_bench_driver_runs_end_to_end(tmp_path: Path) -> None:
     shutil.rmtree(workdir, ignore_errors=True)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     results = json.loads((out / "results.json").read_text())
-    assert set(results["runs"]) == {"generated", "ceiling", "minimal", "baseline"}
+    assert set(results["runs"]) == {"generated", "generated_log_off", "ceiling", "minimal", "baseline"}
     for per_app in results["summary"]["medians"].values():
-        assert set(per_app) == {"by_id", "page", "create", "patch"}
+        assert set(per_app) == {"by_id", "page", "create", "patch", "delete"}
         assert all(cell["rps"] > 0 and cell["errors"] == 0 for cell in per_app.values())
+        assert all(cell["cpu_us"] > 0 for cell in per_app.values())
     assert "generated/ceiling" in (out / "results.md").read_text()
     assert (out / "results.png").read_bytes().startswith(b"\x89PNG")

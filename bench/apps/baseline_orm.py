@@ -119,3 +119,13 @@ async def update_item(item_id: int, changes: ItemUpdate, session: SessionDep) ->
     await session.commit()
     await session.refresh(row)
     return row
+
+
+@app.delete("/items/{item_id}", status_code=204)
+async def delete_item(item_id: int, session: SessionDep) -> Response:
+    row = await session.get(ItemRow, item_id)
+    if row is None:
+        raise HTTPException(404)
+    await session.delete(row)
+    await session.commit()
+    return Response(status_code=204)

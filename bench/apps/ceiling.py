@@ -9,7 +9,7 @@ from urllib.parse import parse_qs
 import asyncpg
 import orjson
 
-from .common import DATABASE_URL, INSERT, POOL_SIZE, SELECT_BY_ID, SELECT_PAGE, UPDATE_QUANTITY
+from .common import DATABASE_URL, DELETE, INSERT, POOL_SIZE, SELECT_BY_ID, SELECT_PAGE, UPDATE_QUANTITY
 
 
 class _NoReset(asyncpg.Connection):  # type: ignore[type-arg]
@@ -52,6 +52,15 @@ async def app(scope: Any, receive: Any, send: Any) -> None:
     path, method = scope["path"], scope["method"]
     if path.startswith("/items/"):
         item_id = int(path[7:])
+        if method == "DELETE":
+            async with _pool.acquire() as connection:
+                deleted = await connection.fetchval(DELETE, item_id)
+            if deleted is None:
+                await _reply(send, 404, b'{"detail":"not found"}')
+            else:
+                await send({"type": "http.response.start", "status": 204, "headers": []})
+                await send({"type": "http.response.body", "body": b""})
+            return
         if method == "GET":
             async with _pool.acquire() as connection:
                 row = await connection.fetchrow(SELECT_BY_ID, item_id)

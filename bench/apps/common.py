@@ -16,3 +16,4 @@ UPDATE_QUANTITY = (
     "UPDATE items SET quantity = $2, version = version + 1, updated_at = now() "
     f"WHERE id = $1 RETURNING {COLUMNS}"
 )
+DELETE = "DELETE FROM items WHERE id = $1 RETURNING id"

@@ -5,10 +5,10 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import asyncpg
-from fastapi import FastAPI, HTTPException, Request
+from fastapi import FastAPI, HTTPException, Request, Response
 from pydantic import BaseModel
 
-from .common import DATABASE_URL, INSERT, POOL_SIZE, SELECT_BY_ID, SELECT_PAGE, UPDATE_QUANTITY
+from .common import DATABASE_URL, DELETE, INSERT, POOL_SIZE, SELECT_BY_ID, SELECT_PAGE, UPDATE_QUANTITY
 
 
 class ItemCreate(BaseModel):
@@ -64,3 +64,12 @@ async def update_item(item_id: int, changes: ItemUpdate, request: Request) -> An
     if row is None:
         raise HTTPException(404)
     return dict(row)
+
+
+@app.delete("/items/{item_id}", status_code=204)
+async def delete_item(item_id: int, request: Request) -> Response:
+    async with request.app.state.pool.acquire() as connection:
+        deleted = await connection.fetchval(DELETE, item_id)
+    if deleted is None:
+        raise HTTPException(404)
+    return Response(status_code=204)

@@ -90,6 +90,7 @@ def started(database_url: str, *, max_concurrency: int, pin: bool) -> Iterator[T
         "HOST": "127.0.0.1",
         "PORT": str(port),
         "LOG_LEVEL": "warning",
+        "METRICS_PORT": "0",  # nothing scrapes during a load test
         "LIMIT_CONCURRENCY": str(max(1000, 4 * max_concurrency)),
         "MAX_IN_FLIGHT": str(max(1000, 4 * max_concurrency)),
         "PYTHONPATH": os.pathsep.join(filter(None, [source, os.environ.get("PYTHONPATH")])),

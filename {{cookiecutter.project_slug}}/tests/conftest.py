@@ -7,8 +7,10 @@ one server.
 import asyncio
 import os
 import secrets
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -39,14 +41,30 @@ async def _execute(url: str, statement: str) -> None:
         await connection.close()
 
 
+async def count_rows(database_url: str) -> int:
+    """Rows in the resource table, read on a connection of its own (outside the app's pool)."""
+    connection = await asyncpg.connect(database_url)
+    try:
+        count: int = await connection.fetchval("SELECT count(*) FROM {{ cookiecutter.resource_plural }}")
+        return count
+    finally:
+        await connection.close()
+
+
 @pytest.fixture(scope="session")
-def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def server_url() -> Iterator[str]:
     url = os.environ.get("DATABASE_URL")
     if url:
         yield url
         return
-    with ThrowawayPostgres(tmp_path_factory.mktemp("postgres") / "data") as server:
-        yield server.url
+    # Outside pytest's temporary root, which a pytest session starting meanwhile resets to 0700:
+    # the server's own user could then no longer reach its data to stop it.
+    folder = Path(tempfile.mkdtemp(prefix="test-postgres-"))
+    try:
+        with ThrowawayPostgres(folder / "data") as server:
+            yield server.url
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
@@ -85,10 +103,22 @@ async def client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
 
 
 @pytest.fixture(scope="session")
-def served_url(database_url: str) -> Iterator[str]:
-    """The real server process (`python -m {{ cookiecutter.package_name }}`) on a free TCP port."""
+def served_metrics_port() -> int:
+    return free_port()
+
+
+@pytest.fixture(scope="session")
+def served_url(database_url: str, served_metrics_port: int) -> Iterator[str]:
+    """The real server process (`python -m {{ cookiecutter.package_name }}`) on a free TCP port,
+    its /metrics listener on `served_metrics_port`."""
     port = free_port()
-    env = {**os.environ, "DATABASE_URL": database_url, "PORT": str(port), "HOST": "127.0.0.1"}
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "PORT": str(port),
+        "HOST": "127.0.0.1",
+        "METRICS_PORT": str(served_metrics_port),
+    }
     process = subprocess.Popen(
         [sys.executable, "-m", "{{ cookiecutter.package_name }}"],
         env=env,

@@ -5,11 +5,12 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import asyncpg
 import httpx
 import orjson
 import pytest
 from fastapi import FastAPI
+
+from .conftest import count_rows
 
 BASE = "/{{ cookiecutter.resource_plural }}"
 ID_FIELD = "{{ cookiecutter.resource }}_id"
@@ -51,10 +52,18 @@ def _get(path: str, status: int = 422, **expect: Any) -> Hostile:
     return Hostile("GET", path, status, None, headers={}, **expect)
 
 
+def _if_match(method: str, tag: str, status: int, header: str = "if-match") -> Hostile:
+    body = b'{"name": "y"}' if method == "PATCH" else None
+    says = "If-Match" if header == "if-match" else "If-None-Match"
+    return Hostile(method, BASE + "/{id}", status, body, {**JSON, header: tag}, detail_says=says)
+
+
 HOSTILE = {
     # Not JSON at all, or not an object.
-    "malformed-json": _post(b'{"name": "x",', 400, detail_says="not valid JSON"),
-    "trailing-garbage": _post(_with() + b" x", 400, detail_says="not valid JSON"),
+    "malformed-json": _post(b'{"name": "x",', 400, names_field="body", detail_says="not valid JSON"),
+    # The error names the body, not the character offset FastAPI reports ("field": "28").
+    "trailing-garbage": _post(_with() + b" x", 400, names_field="body", detail_says="not valid JSON"),
+    "trailing-second-object": _post(_with() + _with(), 400, names_field="body", detail_says="not valid JSON"),
     "single-quotes": _post(b"{'name': 'x', 'price_cents': 1}", 400, detail_says="not valid JSON"),
     "empty-body": _post(b"", names_field="body"),
     "array-body": _post(b"[]", names_field="body"),
@@ -83,6 +92,11 @@ HOSTILE = {
     "price-nan": _post(_raw('{"name": "x", "price_cents": NaN}'), names_field="price_cents"),
     "price-infinity": _post(_raw('{"name": "x", "price_cents": Infinity}'), names_field="price_cents"),
     "price-minus-infinity": _post(_raw('{"name": "x", "price_cents": -Infinity}'), names_field="price_cents"),
+    # Integral numbers written with a fraction are integers (JSON Schema says so) only while exact.
+    "price-float-beyond-2-53": _post(_raw('{"name": "x", "price_cents": 1e17}'), names_field="price_cents"),
+    "quantity-fraction-half": _post(_raw('{"name": "x", "price_cents": 1, "quantity": 2.5}'), names_field="quantity"),
+    "quantity-tiny-fraction": _post(_raw('{"name": "x", "price_cents": 1, "quantity": 1.0000001}'), names_field="quantity"),
+    "quantity-negative-integral-float": _post(_raw('{"name": "x", "price_cents": 1, "quantity": -3.0}'), names_field="quantity"),
     # Strings: too long, control characters, NUL, lone surrogates.
     "empty-name": _post(_with(name=""), names_field="name"),
     "name-of-20k-chars": _post(_with(name="x" * 20_000), names_field="name"),
@@ -93,6 +107,16 @@ HOSTILE = {
     "name-with-escape": _post(_with(name="\x1b[31mred"), names_field="name"),
     "description-with-nul": _post(_with(description="a\x00b"), names_field="description"),
     "name-lone-surrogate": _post(_raw('{"name": "\\ud800", "price_cents": 1}'), names_field="name"),
+    # C1 controls and the Unicode line/paragraph separators, refused like C0 controls.
+    "name-with-nel-u0085": _post(_with(name="a\u0085b"), names_field="name"),
+    "name-with-c1-csi-u009b": _post(_with(name="\u009b31mred"), names_field="name"),
+    "name-with-c1-u0080": _post(_with(name="a\u0080"), names_field="name"),
+    "name-with-line-separator-u2028": _post(_with(name="a\u2028b"), names_field="name"),
+    "name-with-paragraph-separator-u2029": _post(_with(name="a\u2029b"), names_field="name"),
+    "description-with-nel-u0085": _post(_with(description="a\u0085b"), names_field="description"),
+    "description-with-del": _post(_with(description="a\x7fb"), names_field="description"),
+    "patch-name-with-line-separator": _patch(orjson.dumps({"name": "a\u2028b"}), names_field="name"),
+    "patch-name-with-c1": _patch(orjson.dumps({"name": "a\u0085b"}), names_field="name"),
     # Bytes that are not UTF-8, or not the JSON the header claims.
     "invalid-utf8-in-string": _post(b'{"name": "\xff\xfe", "price_cents": 1}', 400, detail_says="UTF-8"),
     "overlong-utf8": _post(b'{"name": "\xc0\xaf", "price_cents": 1}', 400, detail_says="UTF-8"),
@@ -108,10 +132,43 @@ HOSTILE = {
     "patch-unknown-field": _patch(b'{"colour": "red"}', names_field="colour"),
     "patch-negative-quantity": _patch(b'{"quantity": -5}', names_field="quantity"),
     "patch-malformed-json": _patch(b'{"name": ', 400, detail_says="not valid JSON"),
+    "patch-trailing-garbage": _patch(b'{"name": "y"} x', 400, names_field="body", detail_says="not valid JSON"),
+    # {} changes nothing: refused rather than bumping the version of an unchanged row.
+    "patch-empty-object": _patch(b"{}", names_field="body", detail_says="body"),
+    "patch-null-quantity": _patch(b'{"quantity": null}', names_field="quantity"),
+    "patch-only-unknown-fields": _patch(b'{"id": 9, "version": 9}', names_field="id"),
     "if-match-not-an-etag": Hostile("PATCH", BASE + "/{id}", 400, b'{"name": "y"}', {**JSON, "if-match": "yesterday"}, detail_says="If-Match"),
     "if-match-unquoted": Hostile("PATCH", BASE + "/{id}", 400, b'{"name": "y"}', {**JSON, "if-match": "1"}, detail_says="If-Match"),
-    "if-match-huge-version": Hostile("PATCH", BASE + "/{id}", 400, b'{"name": "y"}', {**JSON, "if-match": '"99999999999999999999"'}, detail_says="If-Match"),
-    "if-match-negative": Hostile("PATCH", BASE + "/{id}", 400, b'{"name": "y"}', {**JSON, "if-match": '"-1"'}, detail_says="If-Match"),
+    "if-match-null": _if_match("PATCH", "null", 400),
+    "if-match-weak-unquoted": _if_match("PATCH", "W/1", 400),
+    "if-match-star-in-a-list": _if_match("PATCH", '*, "1"', 400),
+    "if-match-lowercase-weak": _if_match("PATCH", 'w/"1"', 400),
+    "if-match-unterminated": _if_match("PATCH", '"1', 400),
+    "if-match-two-without-comma": _if_match("PATCH", '"1" "2"', 400),
+    "if-match-too-long": _if_match("PATCH", ", ".join(['"1"'] * 400), 400),
+    "delete-if-match-malformed": _if_match("DELETE", "yesterday", 400),
+    "if-none-match-null": _if_match("GET", "null", 400, header="if-none-match"),
+    # Well-formed tags naming no current version: stale, 412, whatever their size or strength.
+    "if-match-huge-version": _if_match("PATCH", '"99999999999999999999"', 412),
+    "if-match-beyond-integer": _if_match("PATCH", '"9999999999"', 412),
+    "if-match-negative": _if_match("PATCH", '"-1"', 412),
+    "if-match-leading-zero": _if_match("PATCH", '"01"', 412),
+    "if-match-not-a-version": _if_match("PATCH", '"abc"', 412),
+    "if-match-weak-current": _if_match("PATCH", 'W/"1"', 412),
+    "if-match-list-none-current": _if_match("PATCH", '"2", "3", W/"1"', 412),
+    "delete-stale-if-match": _if_match("DELETE", '"99"', 412),
+    "delete-weak-if-match": _if_match("DELETE", 'W/"1"', 412),
+    "delete-huge-if-match": _if_match("DELETE", '"99999999999999999999"', 412),
+    # Methods no route takes: 405 with Allow (checked below).
+    "put-{{ cookiecutter.resource }}": Hostile("PUT", BASE + "/{id}", 405, _with(), detail_says="Method Not Allowed"),
+    "put-collection": Hostile("PUT", BASE, 405, _with(), detail_says="Method Not Allowed"),
+    "post-to-{{ cookiecutter.resource }}": Hostile("POST", BASE + "/{id}", 405, _with(), detail_says="Method Not Allowed"),
+    "delete-collection": Hostile("DELETE", BASE, 405, headers={}, detail_says="Method Not Allowed"),
+    "patch-collection": Hostile("PATCH", BASE, 405, b'{"name": "y"}', detail_says="Method Not Allowed"),
+    "trace-{{ cookiecutter.resource }}": Hostile("TRACE", BASE + "/{id}", 405, headers={}, detail_says="Method Not Allowed"),
+    # No redirect built from the Host header: a trailing slash is simply not a route.
+    "trailing-slash-evil-host": Hostile("GET", BASE + "/{id}/", 404, headers={"host": "evil.example"}, detail_says="Not Found"),
+    "collection-trailing-slash-evil-host": Hostile("GET", BASE + "/", 404, headers={"host": "evil.example"}, detail_says="Not Found"),
     # Ids in the path.
     "id-negative": _get(BASE + "/-1", names_field=ID_FIELD),
     "id-zero": _get(BASE + "/0", names_field=ID_FIELD),
@@ -121,6 +178,21 @@ HOSTILE = {
     "id-sql-injection": _get(BASE + "/1%20OR%201=1", names_field=ID_FIELD),
     "delete-id-not-numeric": Hostile("DELETE", BASE + "/abc", 422, headers={}, names_field=ID_FIELD),
     "patch-id-negative": Hostile("PATCH", BASE + "/-3", 422, b'{"name": "y"}', names_field=ID_FIELD),
+    # One resource, one URL: only canonical ASCII decimal ids (the row exists as /{id}).
+    "id-with-fraction": _get(BASE + "/{id}.0", names_field=ID_FIELD),
+    "id-with-plus": _get(BASE + "/+{id}", names_field=ID_FIELD),
+    "id-with-leading-space": _get(BASE + "/%20{id}", names_field=ID_FIELD),
+    "id-with-trailing-space": _get(BASE + "/{id}%20", names_field=ID_FIELD),
+    "id-with-tab": _get(BASE + "/{id}%09", names_field=ID_FIELD),
+    "id-with-underscore": _get(BASE + "/{id}_0", names_field=ID_FIELD),
+    "id-with-leading-zero": _get(BASE + "/0{id}", names_field=ID_FIELD),
+    "id-arabic-indic-digit": _get(BASE + "/%D9%A1", names_field=ID_FIELD),
+    "id-fullwidth-digit": _get(BASE + "/%EF%BC%91", names_field=ID_FIELD),
+    "id-exponent": _get(BASE + "/1e1", names_field=ID_FIELD),
+    "id-hex": _get(BASE + "/0x1", names_field=ID_FIELD),
+    "patch-id-with-plus": Hostile("PATCH", BASE + "/+{id}", 422, b'{"name": "y"}', names_field=ID_FIELD),
+    "delete-id-with-fraction": Hostile("DELETE", BASE + "/{id}.0", 422, headers={}, names_field=ID_FIELD),
+    "delete-id-with-underscore": Hostile("DELETE", BASE + "/{id}_0", 422, headers={}, names_field=ID_FIELD),
     # Paging.
     "limit-zero": _get(BASE + "?limit=0", names_field="limit"),
     "limit-above-max": _get(BASE + "?limit=501", names_field="limit"),
@@ -129,18 +201,19 @@ HOSTILE = {
     "after-negative": _get(BASE + "?after=-1", names_field="after"),
     "after-above-int64": _get(BASE + "?after=99999999999999999999", names_field="after"),
     "after-sql-injection": _get(BASE + "?after=0;DROP%20TABLE%20{{ cookiecutter.resource_plural }}", names_field="after"),
+    "limit-with-underscore": _get(BASE + "?limit=1_0", names_field="limit"),
+    "limit-with-plus": _get(BASE + "?limit=%2B5", names_field="limit"),
+    "limit-with-leading-zero": _get(BASE + "?limit=05", names_field="limit"),
+    "limit-with-space": _get(BASE + "?limit=%205", names_field="limit"),
+    "limit-integral-fraction": _get(BASE + "?limit=10.0", names_field="limit"),
+    "limit-empty": _get(BASE + "?limit=", names_field="limit"),
+    "after-with-underscore": _get(BASE + "?after=1_0", names_field="after"),
+    "after-minus-zero": _get(BASE + "?after=-0", names_field="after"),
+    "after-padded-zeros": _get(BASE + "?after=00", names_field="after"),
+    "after-fullwidth-digit": _get(BASE + "?after=%EF%BC%91", names_field="after"),
     # A malformed X-Request-ID is replaced, never echoed (see the test below); here it rides along.
     "bad-body-with-malformed-request-id": Hostile("POST", BASE, 400, b"{", {**JSON, "x-request-id": "<script>" + "x" * 500}, detail_says="not valid JSON"),
 }
-
-
-async def count_rows(database_url: str) -> int:
-    connection = await asyncpg.connect(database_url)
-    try:
-        count: int = await connection.fetchval("SELECT count(*) FROM {{ cookiecutter.resource_plural }}")
-        return count
-    finally:
-        await connection.close()
 
 
 @pytest.fixture(scope="module")
@@ -162,6 +235,9 @@ def assert_names_the_problem(response: httpx.Response, case: Hostile) -> None:
         assert case.names_field in body["detail"]
     if case.detail_says is not None:
         assert case.detail_says in body["detail"]
+    if case.status == 405:
+        assert {"GET"} <= {method.strip() for method in response.headers["allow"].split(",")}
+    assert "location" not in response.headers
 
 
 @pytest.mark.parametrize("case", list(HOSTILE.values()), ids=list(HOSTILE))

@@ -1,11 +1,27 @@
-"""GET /metrics: Prometheus text with route templates, pool, loop lag and process metrics."""
+"""/metrics: Prometheus text with route templates, pool, loop lag and process metrics, served on
+METRICS_PORT by its own listener and never on the traffic port."""
 
 import re
+from collections.abc import AsyncIterator
 
 import httpx
+import pytest
+from fastapi import FastAPI
+
+from {{ cookiecutter.package_name }}.devdb import free_port
+from {{ cookiecutter.package_name }}.observability.metrics import Metrics
+from {{ cookiecutter.package_name }}.observability.metrics_listener import metrics_app, metrics_listener
 
 BASE = "/{{ cookiecutter.resource_plural }}"
 TEMPLATE = "/{{ cookiecutter.resource_plural }}/{{ '{' }}{{ cookiecutter.resource }}_id{{ '}' }}"
+
+
+@pytest.fixture(scope="module")
+async def scrape(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
+    """A client of the metrics listener's app, over the app's own registry."""
+    transport = httpx.ASGITransport(app=metrics_app(app.state.metrics))
+    async with httpx.AsyncClient(transport=transport, base_url="http://metrics") as http:
+        yield http
 
 
 def _value(text: str, pattern: str) -> float:
@@ -14,14 +30,16 @@ def _value(text: str, pattern: str) -> float:
     return float(match.group(1))
 
 
-async def test_requests_are_counted_by_route_template_never_by_raw_path(client: httpx.AsyncClient) -> None:
-    before = (await client.get("/metrics")).text
+async def test_requests_are_counted_by_route_template_never_by_raw_path(
+    client: httpx.AsyncClient, scrape: httpx.AsyncClient
+) -> None:
+    before = (await scrape.get("/metrics")).text
     labels = r'\{method="GET",route="' + re.escape(TEMPLATE) + r'",status="404"\}'
     series = "http_requests_total" + labels
     start = _value(before, series) if re.search(series, before) else 0.0
     for missing in (123456789, 223456789):
         assert (await client.get(f"{BASE}/{missing}")).status_code == 404
-    response = await client.get("/metrics")
+    response = await scrape.get("/metrics")
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/plain")
     text = response.text
@@ -30,26 +48,62 @@ async def test_requests_are_counted_by_route_template_never_by_raw_path(client: 
     assert _value(text, "http_request_duration_seconds_count" + labels) >= 2
 
 
-async def test_unmatched_paths_share_one_label(client: httpx.AsyncClient) -> None:
+async def test_unmatched_paths_share_one_label(client: httpx.AsyncClient, scrape: httpx.AsyncClient) -> None:
     await client.get("/no/such/path/42")
-    text = (await client.get("/metrics")).text
+    text = (await scrape.get("/metrics")).text
     assert 'route="<unmatched>"' in text
     assert "/no/such/path/42" not in text
 
 
-async def test_pool_loop_lag_in_flight_and_process_metrics_are_exported(client: httpx.AsyncClient) -> None:
+async def test_pool_loop_lag_and_process_metrics_are_exported(
+    client: httpx.AsyncClient, scrape: httpx.AsyncClient
+) -> None:
     await client.get(f"{BASE}/1")  # at least one acquire
-    text = (await client.get("/metrics")).text
+    text = (await scrape.get("/metrics")).text
     assert _value(text, "db_pool_size") >= 2
     assert _value(text, "db_pool_max_size") == 10
     assert 0 <= _value(text, "db_pool_idle") <= _value(text, "db_pool_size")
     assert _value(text, "db_pool_acquire_wait_seconds_count") >= 1
-    assert _value(text, "http_requests_in_flight") == 1  # this very scrape
+    assert _value(text, "http_requests_in_flight") == 0  # the scrape is not a request to the app
     assert "event_loop_lag_seconds_bucket" in text
     assert _value(text, "process_resident_memory_bytes") > 0
     assert "python_gc_collections_total" in text
 
 
-async def test_metrics_are_not_in_the_openapi_schema(client: httpx.AsyncClient) -> None:
+async def test_metrics_are_not_served_on_the_traffic_port_nor_in_the_openapi_schema(
+    client: httpx.AsyncClient,
+) -> None:
+    response = await client.get("/metrics")
+    assert response.status_code == 404
+    assert "python_gc" not in response.text
     schema = (await client.get("/openapi.json")).json()
     assert "/metrics" not in schema["paths"]
+
+
+async def test_metrics_listener_serves_only_metrics_on_its_port_and_closes_it() -> None:
+    metrics = Metrics()
+    port = free_port()
+    async with metrics_listener(metrics, "127.0.0.1", port) as bound:
+        assert bound == port
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
+            scraped = await http.get("/metrics")
+            elsewhere = await http.get("/{{ cookiecutter.resource_plural }}")
+    assert scraped.status_code == 200
+    assert "python_gc_collections_total" in scraped.text
+    assert elsewhere.status_code == 404
+    async with httpx.AsyncClient() as http:
+        with pytest.raises(httpx.ConnectError):
+            await http.get(f"http://127.0.0.1:{port}/metrics", timeout=1)
+
+
+async def test_metrics_port_zero_starts_no_listener() -> None:
+    async with metrics_listener(Metrics(), "127.0.0.1", 0) as bound:
+        assert bound is None
+
+
+def test_served_process_answers_metrics_on_metrics_port_only(served_url: str, served_metrics_port: int) -> None:
+    assert httpx.get(f"{served_url}{BASE}/1", timeout=5).status_code in (200, 404)
+    scraped = httpx.get(f"http://127.0.0.1:{served_metrics_port}/metrics", timeout=5)
+    assert scraped.status_code == 200
+    assert "http_requests_total" in scraped.text
+    assert httpx.get(f"{served_url}/metrics", timeout=5).status_code == 404

@@ -14,9 +14,15 @@ import httpx
 import pytest
 
 from starlette.types import Message, Receive, Scope, Send
+from structlog.contextvars import get_contextvars
 
+from {{ cookiecutter.package_name }}.app import create_app
 from {{ cookiecutter.package_name }}.devdb import free_port
-from {{ cookiecutter.package_name }}.middleware.body_limit import BodySizeLimitMiddleware
+from {{ cookiecutter.package_name }}.middleware.edge import EdgeMiddleware
+from {{ cookiecutter.package_name }}.middleware.metrics import RequestMetrics
+from {{ cookiecutter.package_name }}.middleware.request_id import TrustedPeers
+from {{ cookiecutter.package_name }}.observability.metrics import Metrics
+from {{ cookiecutter.package_name }}.settings import Settings
 
 BASE = "/{{ cookiecutter.resource_plural }}"
 TEMPLATE = "/{{ cookiecutter.resource_plural }}/{{ '{' }}{{ cookiecutter.resource }}_id{{ '}' }}"
@@ -26,7 +32,13 @@ TEMPLATE = "/{{ cookiecutter.resource_plural }}/{{ '{' }}{{ cookiecutter.resourc
 def serve(database_url: str, log: Path, **env: str) -> Iterator[str]:
     """`python -m {{ cookiecutter.package_name }}` on a free port, its stdout (the log) in `log`."""
     port = free_port()
-    variables = {**os.environ, "DATABASE_URL": database_url, "PORT": str(port), **env}
+    variables = {
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "PORT": str(port),
+        "METRICS_PORT": str(free_port()),
+        **env,
+    }
     with log.open("wb") as output:
         process = subprocess.Popen(
             [sys.executable, "-m", "{{ cookiecutter.package_name }}"],
@@ -58,9 +70,62 @@ async def test_a_request_id_is_made_and_echoed(client: httpx.AsyncClient) -> Non
     assert first != second
 
 
-async def test_a_well_formed_incoming_request_id_is_kept(client: httpx.AsyncClient) -> None:
+async def _echo_request_id(trusted: str, peer: str, incoming: bytes) -> tuple[str, dict[str, object]]:
+    """Run the edge middleware around a five-line app; return the id sent back and the log context."""
+    seen: dict[str, object] = {}
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        seen.update(get_contextvars())
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    sent: list[Message] = []
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    async def receive() -> Message:
+        return {"type": "http.request", "body": b""}
+
+    scope = {"type": "http", "method": "GET", "path": "/", "client": (peer, 4321), "headers": [(b"x-request-id", incoming)]}
+    edge = EdgeMiddleware(app, metrics=RequestMetrics(Metrics()), access_log=None, trusted=TrustedPeers(trusted))
+    await edge(scope, receive, send)
+    headers = dict(sent[0]["headers"])
+    return headers[b"x-request-id"].decode(), seen
+
+
+@pytest.mark.parametrize(("trusted", "peer"), [("10.0.0.1", "10.0.0.1"), ("10.0.0.0/8, ::1", "10.9.8.7"), ("*", "192.0.2.1")])
+async def test_a_request_id_from_a_trusted_proxy_is_kept(trusted: str, peer: str) -> None:
+    request_id, context = await _echo_request_id(trusted, peer, b"trace-42.abc")
+    assert request_id == "trace-42.abc"
+    assert context["request_id"] == "trace-42.abc"
+    assert "client_request_id" not in context
+
+
+@pytest.mark.parametrize(("trusted", "peer"), [("", "127.0.0.1"), ("10.0.0.0/8", "192.0.2.1"), ("10.0.0.1", "not-an-ip")])
+async def test_a_request_id_from_anyone_else_is_replaced_and_logged_apart(trusted: str, peer: str) -> None:
+    request_id, context = await _echo_request_id(trusted, peer, b"trace-42.abc")
+    assert request_id != "trace-42.abc"
+    assert len(request_id) == 32
+    assert context == {"request_id": request_id, "client_request_id": "trace-42.abc"}
+
+
+async def test_the_service_by_default_trusts_no_request_id(client: httpx.AsyncClient) -> None:
     response = await client.get("/healthz", headers={"x-request-id": "trace-42.abc"})
+    assert response.headers["x-request-id"] != "trace-42.abc"
+
+
+async def test_behind_a_trusted_proxy_the_request_id_is_kept_and_the_client_is_the_forwarded_one(
+    settings: Settings, tmp_path: Path
+) -> None:
+    application = create_app(settings.model_copy(update={"forwarded_allow_ips": "127.0.0.1"}))
+    transport = httpx.ASGITransport(app=application, client=("127.0.0.1", 5555))
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
+        response = await http.get(
+            "/healthz", headers={"x-request-id": "trace-42.abc", "x-forwarded-for": "203.0.113.9", "x-forwarded-proto": "https"}
+        )
     assert response.headers["x-request-id"] == "trace-42.abc"
+    assert "strict-transport-security" in response.headers  # the proxy's scheme was applied
 
 
 @pytest.mark.parametrize("bad", ["x" * 129, "has space", "semi;colon", "ünïcode"])
@@ -85,66 +150,6 @@ async def test_an_oversize_chunked_body_is_cut_off_with_a_413(client: httpx.Asyn
     response = await client.post(BASE, content=chunks(), headers={"content-type": "application/json"})
     assert response.status_code == 413
     assert response.headers["content-type"] == "application/problem+json"
-
-
-def _answer(connection: socket.socket) -> bytes:
-    """One whole response (head and Content-Length body) read from a raw socket."""
-    data = b""
-    while b"\r\n\r\n" not in data:
-        data += connection.recv(65536)
-    head, _, body = data.partition(b"\r\n\r\n")
-    length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
-    while len(body) < length:
-        body += connection.recv(65536)
-    return head
-
-
-def test_a_3_mb_body_on_a_reused_connection_gets_its_413(served_url: str) -> None:
-    port = int(served_url.rsplit(":", 1)[1])
-    body = b"x" * (3 << 20)
-    post = (
-        f"POST {BASE} HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
-        f"Content-Length: {len(body)}\r\n\r\n"
-    ).encode()
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as connection:
-        connection.sendall(b"GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n")
-        assert _answer(connection).startswith(b"HTTP/1.1 200")
-        connection.sendall(post + body)  # the whole body, as clients send it, before reading
-        assert _answer(connection).startswith(b"HTTP/1.1 413")
-        # Drained whole, the body leaves the connection usable for the next request.
-        connection.sendall(b"GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n")
-        assert _answer(connection).startswith(b"HTTP/1.1 200")
-
-
-async def test_a_refused_body_is_read_up_to_the_drain_allowance_before_the_413() -> None:
-    chunks = [b"x" * 1000] * 10
-    read: list[int] = []
-
-    async def receive() -> Message:
-        read.append(len(read))
-        return {"type": "http.request", "body": chunks[len(read) - 1], "more_body": len(read) < 10}
-
-    async def app(scope: Scope, receive: Receive, send: Send) -> None:
-        while (await receive())["more_body"]:  # an app reading its body, as routes do
-            pass
-        raise AssertionError("a refused body never reaches the app's handler")
-
-    declared, chunked = [(b"content-length", b"10000")], [(b"transfer-encoding", b"chunked")]
-    # (headers, drain allowance, chunks read, connection closed)
-    cases = [(chunked, 20_000, 10, False), (chunked, 5_000, 6, True), (declared, 20_000, 10, False),
-             (declared, 5_000, 0, True)]  # fmt: skip
-    for headers, drain, reads, closes in cases:
-        sent: list[Message] = []
-
-        async def send(message: Message) -> None:
-            sent.append(message)  # noqa: B023
-
-        read.clear()
-        scope = {"type": "http", "headers": headers}
-        await BodySizeLimitMiddleware(app, max_bytes=100, drain_bytes=drain)(scope, receive, send)
-        assert sent[0]["status"] == 413
-        assert (dict(sent[0]["headers"]).get(b"connection") == b"close") is closes
-        assert len(read) == reads
 
 
 async def test_a_small_chunked_body_passes(client: httpx.AsyncClient) -> None:

@@ -1,4 +1,16 @@
-"""The pool skips asyncpg's reset query, yet nothing a request leaves behind reaches the next one."""
+"""The pool skips asyncpg's reset query, yet nothing a request leaves behind reaches the next one.
+
+Without the reset query (a round trip per request), state lives as long as the transaction that
+made it: a connection released inside one is rolled back, and the service's statements keep to
+transaction-scoped forms (SET LOCAL, transaction advisory locks, ON COMMIT DROP), which the scan
+at the end holds every resource's sql.py to.
+"""
+
+import importlib
+import pkgutil
+import re
+
+import {{ cookiecutter.package_name }}
 
 from {{ cookiecutter.package_name }}.db import Database
 from {{ cookiecutter.package_name }}.settings import Settings
@@ -39,3 +51,71 @@ async def test_a_connection_released_inside_a_transaction_is_rolled_back(databas
             assert count == 0
     finally:
         await database.close()
+
+
+async def test_state_a_request_leaves_in_its_transaction_is_gone_for_the_next(
+    database_url: str,
+) -> None:
+    database = await _single_connection_database(database_url)
+    try:
+        async with database.connection() as connection:
+            default_timeout = await connection.fetchval("SHOW statement_timeout")
+            await connection.execute("BEGIN")
+            await connection.execute("SET LOCAL statement_timeout = '1234ms'")
+            await connection.execute("SELECT pg_advisory_xact_lock(7531)")
+            await connection.execute("CREATE TEMP TABLE scratch (n int) ON COMMIT DROP")
+            assert await connection.fetchval("SHOW statement_timeout") == "1234ms"
+            # Released with the transaction still open, as a request that failed midway would.
+        async with database.connection() as connection:
+            assert await connection.fetchval("SHOW statement_timeout") == default_timeout
+            assert await connection.fetchval("SELECT to_regclass('pg_temp.scratch')") is None
+            assert await connection.fetchval("SELECT pg_try_advisory_xact_lock(7531)") is True
+    finally:
+        await database.close()
+
+
+# Forms whose effect outlives the transaction: the next request on the connection would see it.
+_SESSION_SCOPED = re.compile(
+    r"(?:^|;)\s*(?:SET|RESET|LISTEN|PREPARE|DECLARE|LOAD|DISCARD)\b(?!\s+LOCAL)"
+    r"|\bset_config\s*\([^)]*,\s*false\s*\)"
+    r"|\bpg_(?:try_)?advisory_lock"
+    r"|\bCREATE\s+(?:GLOBAL\s+|LOCAL\s+)?TEMP(?:ORARY)?\s+TABLE\b(?![^;]*ON\s+COMMIT\s+DROP)",
+    re.IGNORECASE,
+)
+
+
+def _service_statements() -> dict[str, str]:
+    statements = {}
+    for module in pkgutil.walk_packages({{ cookiecutter.package_name }}.__path__, "{{ cookiecutter.package_name }}."):
+        if module.name.endswith(".sql"):
+            sql = importlib.import_module(module.name)
+            for name, value in vars(sql).items():
+                if name.isupper() and isinstance(value, str):
+                    statements[f"{module.name}.{name}"] = value
+    return statements
+
+
+def test_no_statement_of_the_service_leaves_session_state() -> None:
+    statements = _service_statements()
+    assert statements, "no sql.py found: the scan would prove nothing"
+    assert [name for name, text in statements.items() if _SESSION_SCOPED.search(text)] == []
+
+
+def test_the_scan_recognises_session_scoped_forms() -> None:
+    leaking = [
+        "SET statement_timeout = 0",
+        "SELECT 1; SET search_path = x",
+        "SELECT set_config('x.y', '1', false)",
+        "SELECT pg_advisory_lock(1)",
+        "CREATE TEMP TABLE t (n int)",
+        "LISTEN channel",
+    ]
+    contained = [
+        "UPDATE t SET n = 1",
+        "SET LOCAL statement_timeout = 0",
+        "SELECT set_config('x.y', '1', true)",
+        "SELECT pg_advisory_xact_lock(1)",
+        "CREATE TEMP TABLE t (n int) ON COMMIT DROP",
+    ]
+    assert [text for text in leaking if not _SESSION_SCOPED.search(text)] == []
+    assert [text for text in contained if _SESSION_SCOPED.search(text)] == []

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
+import orjson
 import pytest
 from fastapi import FastAPI
 
@@ -87,6 +88,28 @@ async def test_api_responses_carry_the_security_headers(client: httpx.AsyncClien
     assert "strict-transport-security" not in headers  # plain HTTP: browsers would ignore it
 
 
+@pytest.mark.parametrize("path", ["/healthz", f"{BASE}/999999999", f"{BASE}?limit=20", f"{BASE}?limit=0", "/docs"])
+async def test_every_response_says_cache_control_no_store(client: httpx.AsyncClient, path: str) -> None:
+    assert (await client.get(path)).headers["cache-control"] == "no-store"
+
+
+async def _docs_statuses(settings: Settings) -> list[int]:
+    application = create_app(settings)
+    transport = httpx.ASGITransport(app=application)
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
+        return [(await http.get(path)).status_code for path in ("/docs", "/redoc", "/openapi.json")]
+
+
+async def test_docs_and_schema_are_off_in_prod_by_default(settings: Settings) -> None:
+    assert await _docs_statuses(settings.model_copy(update={"app_env": "prod"})) == [404, 404, 404]
+
+
+async def test_docs_in_prod_setting_turns_docs_and_schema_on(settings: Settings) -> None:
+    on = settings.model_copy(update={"app_env": "prod", "docs_in_prod": True})
+    assert await _docs_statuses(on) == [200, 200, 200]
+    assert await _docs_statuses(settings) == [200, 200, 200]  # dev and test: always on
+
+
 async def test_docs_page_may_load_its_scripts_but_is_not_sniffed_or_framed(client: httpx.AsyncClient) -> None:
     headers = (await client.get("/docs")).headers
     assert "content-security-policy" not in headers
@@ -101,23 +124,21 @@ async def test_https_requests_get_strict_transport_security(app: FastAPI) -> Non
     assert headers["strict-transport-security"].startswith("max-age=")
 
 
-def test_redaction_before_the_renderer_masks_every_value_of_the_event() -> None:
-    redact = RedactSecrets(["hunter2"])
-    event = redact(
-        None,
-        "error",
+def test_redaction_masks_an_orjson_rendered_bytes_line() -> None:
+    line = orjson.dumps(
         {
             "event": "connect failed for postgresql://app:hunter2@db:5432/x",
-            "nested": {"dsn": "postgres://other:pa55@host/db", "list": ["hunter2 again"]},
+            "other": "postgres://other:pa55@host/db",
             "exception": "Traceback...\nOSError: password hunter2 rejected",
             "count": 3,
-        },
+        }
     )
-    assert isinstance(event, dict)
-    text = repr(event)
-    assert "hunter2" not in text
-    assert "pa55" not in text
-    assert "postgresql://app:***@db:5432/x" in event["event"]
+    masked = RedactSecrets(["hunter2"])(None, "error", line)
+    assert isinstance(masked, bytes)
+    assert b"hunter2" not in masked
+    assert b"pa55" not in masked
+    event = orjson.loads(masked)
+    assert event["event"] == "connect failed for postgresql://app:***@db:5432/x"
     assert event["count"] == 3
     assert MASK in event["exception"]
 
@@ -168,7 +189,14 @@ def test_served_process_never_logs_the_database_password(database_url: str, reac
     if not reachable:
         url = url.replace(f":{urlsplit(url).port}/", f":{free_port()}/")
     port = free_port()
-    env = {**os.environ, "DATABASE_URL": url, "PORT": str(port), "LOG_LEVEL": "debug", "POOL_ACQUIRE_TIMEOUT": "0.5"}
+    env = {
+        **os.environ,
+        "DATABASE_URL": url,
+        "PORT": str(port),
+        "METRICS_PORT": str(free_port()),
+        "LOG_LEVEL": "debug",
+        "POOL_ACQUIRE_TIMEOUT": "0.5",
+    }
     process = subprocess.Popen(
         [sys.executable, "-m", "{{ cookiecutter.package_name }}"],
         env=env,
@@ -197,3 +225,6 @@ def test_served_process_never_logs_the_database_password(database_url: str, reac
         output, _ = process.communicate(timeout=60)
     assert output.strip(), "the process logged nothing: the check would prove nothing"
     assert password not in output
+    # uvicorn's own records (start-up failure, tracebacks) too: every line is JSON.
+    for line in output.splitlines():
+        assert isinstance(json.loads(line), dict), line

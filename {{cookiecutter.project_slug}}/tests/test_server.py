@@ -28,6 +28,16 @@ def test_served_process_creates_and_reads_over_tcp(served_url: str) -> None:
     assert "server" not in fetched.headers
 
 
+def test_head_answers_the_headers_of_get_without_the_body(served_url: str) -> None:
+    with httpx.Client(base_url=served_url) as http:
+        location = http.post("/{{ cookiecutter.resource_plural }}", json={"name": "head", "price_cents": 5}).headers["location"]
+        got, head = http.get(location), http.head(location)
+    assert head.status_code == 200
+    assert head.content == b""
+    assert head.headers["etag"] == got.headers["etag"]
+    assert head.headers["content-length"] == str(len(got.content))
+
+
 def _start_with(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     clean = {key: value for key, value in os.environ.items() if key != "DATABASE_URL"}
     return subprocess.run(
@@ -60,6 +70,18 @@ def test_pool_min_above_max_stops_the_process() -> None:
     )
     assert result.returncode == 2
     assert "POOL_MIN_SIZE" in result.stderr
+
+
+def test_a_forwarded_allow_ips_entry_that_is_no_address_stops_the_process() -> None:
+    result = _start_with({"DATABASE_URL": "postgresql://u@127.0.0.1/db", "FORWARDED_ALLOW_IPS": "10.0.0.0/8, proxy.example"})
+    assert result.returncode == 2
+    assert "FORWARDED_ALLOW_IPS" in result.stderr
+
+
+def test_metrics_on_the_traffic_port_stops_the_process() -> None:
+    result = _start_with({"DATABASE_URL": "postgresql://u@127.0.0.1/db", "PORT": "8000", "METRICS_PORT": "8000"})
+    assert result.returncode == 2
+    assert "METRICS_PORT" in result.stderr
 
 
 async def _ok(scope: Scope, receive: Receive, send: Send) -> None:

@@ -15,6 +15,7 @@ from .errors import install_error_handlers
 from .middleware import middleware_stack
 from .observability.logging import configure_logging
 from .observability.metrics import Metrics
+from .routing import build_route_handlers
 from .settings import Settings
 
 APPLICATION_NAME = "{{ cookiecutter.project_slug }}"
@@ -44,6 +45,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         )
         metrics.watch_pool(app.state.db.pool)
         logger.info("pool_opened", min_size=settings.pool_min_size, max_size=settings.pool_max_size)
+        build_route_handlers(app)
         loop_lag = asyncio.create_task(metrics.watch_loop_lag())
         _tune_gc()
         try:
@@ -61,11 +63,20 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         version=__version__,
         lifespan=lifespan,
         middleware=middleware_stack(settings, metrics),
+        # FastAPI's built-in OpenTelemetry checks the global providers on every request when on
+        # (2 % of a by-id request, py-spy); this service exports Prometheus metrics instead.
+        telemetry={"tracing": False, "metrics": False, "logs": False},
+        # Off in production unless DOCS_IN_PROD: the schema maps every route for whoever asks.
+        openapi_url="/openapi.json" if settings.docs_served else None,
+        # A slash redirect is built from the Host header: an open redirect. /x/ is a 404 instead.
+        redirect_slashes=False,
     )
     app.state.settings = settings
     app.state.metrics = metrics
     install_error_handlers(app)
-    app.include_router(health.router)
+    # Resources first: FastAPI tries included routers in order, and the hot paths should not
+    # pay for matching the probes' router on every request.
     app.include_router({{ cookiecutter.resource_plural }}.router)
-    app.add_route("/metrics", metrics.endpoint(), include_in_schema=False)
+    app.include_router(health.router)
+    # /metrics is served on METRICS_PORT by observability/metrics_listener.py, never here.
     return app

@@ -9,7 +9,7 @@ import structlog
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.routing import Match, Route
+from starlette.routing import Match
 
 from .openapi import document_problems
 from .responses import ProblemResponse
@@ -47,10 +47,17 @@ class ProblemError(Exception):
         self.headers = headers
 
 
-def _field_name(location: tuple[int | str, ...]) -> str:
+def _field_name(location: tuple[int | str, ...], error_type: str) -> str:
     # ("body", "price_cents") -> "price_cents"; ("query", "limit") -> "limit".
+    if error_type == "json_invalid":
+        # FastAPI puts the character offset of a JSON error where a field would be: ("body", 28).
+        return "body"
     parts = [str(part) for part in location[1:]] or [str(part) for part in location]
     return ".".join(parts)
+
+
+def _location(location: tuple[int | str, ...], error_type: str) -> list[str]:
+    return ["body"] if error_type == "json_invalid" else [str(part) for part in location]
 
 
 def _is_json(content_type: str | None) -> bool:
@@ -73,8 +80,8 @@ async def _validation_error(request: Request, exc: Exception) -> ProblemResponse
     assert isinstance(exc, RequestValidationError)
     errors = [
         {
-            "field": _field_name(tuple(error["loc"])),
-            "location": [str(part) for part in error["loc"]],
+            "field": _field_name(tuple(error["loc"]), error["type"]),
+            "location": _location(tuple(error["loc"]), error["type"]),
             "message": error["msg"],
             "type": error["type"],
         }
@@ -85,6 +92,10 @@ async def _validation_error(request: Request, exc: Exception) -> ProblemResponse
     if _body_of_unsupported_type(request, errors):
         return problem(415, "The request body must be JSON: send Content-Type: application/json.")
     fields = ", ".join(dict.fromkeys(error["field"] for error in errors))
+    if all(error["location"][0] == "header" for error in errors):
+        # A malformed header (If-Match) is a bad request, not an entity the server cannot process.
+        headers = ", ".join(dict.fromkeys(error["field"].title() for error in errors))
+        return problem(400, f"Malformed header: {headers}.", errors=errors)
     return problem(422, f"Invalid request: {fields}.", errors=errors)
 
 
@@ -103,12 +114,18 @@ async def _http_error(request: Request, exc: Exception) -> ProblemResponse:
     return problem(exc.status_code, detail, headers=headers)
 
 
+_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+
+
 def _allowed_methods(request: Request) -> list[str]:
-    methods: set[str] = set()
-    for route in request.app.router.routes:
-        if isinstance(route, Route) and route.methods and route.matches(request.scope)[0] != Match.NONE:
-            methods |= route.methods
-    return sorted(methods)
+    # Ask every route whether it takes the path with each method: FastAPI's included routers are
+    # not plain Routes with a `methods` set, but every route answers `matches` (Match.FULL).
+    routes = request.app.router.routes
+    return [
+        method
+        for method in _METHODS
+        if any(route.matches({**request.scope, "method": method})[0] == Match.FULL for route in routes)
+    ]
 
 
 async def _problem_error(request: Request, exc: Exception) -> ProblemResponse:

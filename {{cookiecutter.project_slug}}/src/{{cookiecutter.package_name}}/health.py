@@ -3,11 +3,12 @@
 import structlog
 from fastapi import APIRouter, Request, Response
 
-from .errors import problem
+from .errors import RETRY_AFTER_SECONDS, problem
 from .responses import JSONBytesResponse
+from .routing import FastRoute
 
 logger = structlog.get_logger(__name__)
-router = APIRouter(tags=["health"])
+router = APIRouter(tags=["health"], route_class=FastRoute)
 
 READINESS_TIMEOUT_SECONDS = 1.0
 _OK = b'{"status":"ok"}'
@@ -28,5 +29,5 @@ async def readyz(request: Request) -> Response:
         await request.app.state.db.ping(READINESS_TIMEOUT_SECONDS)
     except Exception as exc:  # any failure means "not ready"; the reason goes to the log only
         logger.warning("not_ready", error=type(exc).__name__)
-        return problem(503, "The database is not answering.", headers={"Retry-After": "1"})
+        return problem(503, "The database is not answering.", headers={"Retry-After": RETRY_AFTER_SECONDS})
     return JSONBytesResponse(_OK)

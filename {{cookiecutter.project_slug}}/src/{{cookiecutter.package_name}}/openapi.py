@@ -49,7 +49,49 @@ _ALWAYS = {
 _RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait.", "schema": {"type": "string"}}}
 
 
+_EXACT = 2**53
+_INT64 = 2**63
+
+
+def _integer_bound(value: float) -> int | float:
+    if value.is_integer() and abs(value) <= _EXACT:
+        return int(value)
+    if abs(value) == _INT64:
+        # float(2**63 - 1) rounds up to 2**63: it stood for the bigint bound, not one past it.
+        return _INT64 - 1 if value > 0 else -_INT64
+    return value
+
+
+def _exact_integer_bounds(node: Any) -> None:
+    # FastAPI's OpenAPI model holds minimum/maximum as floats: 0 becomes 0.0 and 2**63 - 1 becomes
+    # 9.223372036854776e18, a bound one past what the service accepts. Integers go back to integers.
+    if isinstance(node, dict):
+        if node.get("type") == "integer":
+            for key in ("minimum", "maximum"):
+                if isinstance(node.get(key), float):
+                    node[key] = _integer_bound(node[key])
+        for value in node.values():
+            _exact_integer_bounds(value)
+    elif isinstance(node, list):
+        for value in node:
+            _exact_integer_bounds(value)
+
+
+def _without_null(parameter: dict[str, Any]) -> None:
+    # An optional parameter is one that may be absent (required: false). FastAPI also writes
+    # `anyOf: [..., {"type": "null"}]`, which a client takes as "send the text null".
+    choices = parameter.get("schema", {}).get("anyOf")
+    if choices is None:
+        return
+    kept = [choice for choice in choices if choice.get("type") != "null"]
+    if len(kept) == 1:
+        del parameter["schema"]["anyOf"]
+        parameter["schema"].update(kept[0])
+
+
 def _document(operation: dict[str, Any]) -> None:
+    for parameter in operation.get("parameters", []):
+        _without_null(parameter)
     responses: dict[str, Any] = operation.setdefault("responses", {})
     added = {**_ALWAYS}
     if "requestBody" in operation or any(p.get("in") == "header" for p in operation.get("parameters", [])):
@@ -70,6 +112,7 @@ def with_problems(schema: dict[str, Any]) -> dict[str, Any]:
     for unused in ("HTTPValidationError", "ValidationError"):
         schemas.pop(unused, None)
     schemas["Problem"] = PROBLEM_SCHEMA
+    _exact_integer_bounds(schema)
     return schema
 
 

@@ -12,12 +12,14 @@ import contextlib
 
 import structlog
 import uvicorn
+from fastapi import FastAPI
 from starlette.types import ASGIApp, Receive, Scope, Send
 from uvicorn.protocols.http import h11_impl, httptools_impl
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
 from .app import create_app
 from .errors import RETRY_AFTER_SECONDS, problem
+from .observability.metrics_listener import metrics_listener
 from .settings import Settings
 
 logger = structlog.get_logger(__name__)
@@ -162,9 +164,7 @@ def use_problem_json_for_overload() -> None:
 
 
 def http_config(settings: Settings, app: ASGIApp) -> uvicorn.Config:
-    """The service's listener. Another listener (another port, another app) is another Config
-    served in the same event loop."""
-    trusted_proxies = settings.forwarded_allow_ips.strip()
+    """The traffic listener (the /metrics one is observability/metrics_listener.py)."""
     return uvicorn.Config(
         app,
         host=settings.host,
@@ -177,21 +177,34 @@ def http_config(settings: Settings, app: ASGIApp) -> uvicorn.Config:
         backlog=settings.backlog,
         timeout_keep_alive=int(settings.timeout_keep_alive),
         timeout_graceful_shutdown=int(settings.timeout_graceful_shutdown),
-        # The proxy-headers middleware costs time on every request: only on when a proxy is named.
-        proxy_headers=bool(trusted_proxies),
-        forwarded_allow_ips=trusted_proxies or None,
+        # X-Forwarded-* from FORWARDED_ALLOW_IPS are applied in the middleware stack (middleware/).
+        proxy_headers=False,
         # Our access log (middleware/access_log.py) replaces uvicorn's; no version leak.
         access_log=False,
+        # uvicorn's own records go to the root logger, which configure_logging renders as JSON
+        # lines through the same redaction; uvicorn's default config would print them as text.
+        log_config=None,
         server_header=False,
         log_level=settings.log_level,
     )
+
+
+async def _serve(server: uvicorn.Server, app: FastAPI, settings: Settings) -> None:
+    """The traffic server, with the /metrics listener on METRICS_PORT beside it."""
+    async with metrics_listener(app.state.metrics, settings.host, settings.metrics_port):
+        await server.serve()
 
 
 def run(settings: Settings) -> bool:
     """Serve until SIGTERM; False when the server never started (the lifespan failed). One worker
     per core: more workers on one core only add context switches."""
     use_problem_json_for_overload()
-    server = uvicorn.Server(http_config(settings, create_app(settings)))
-    with contextlib.suppress(KeyboardInterrupt):
-        server.run()
+    app = create_app(settings)
+    config = http_config(settings, app)
+    server = uvicorn.Server(config)
+    with (
+        contextlib.suppress(KeyboardInterrupt),
+        asyncio.Runner(loop_factory=config.get_loop_factory()) as runner,
+    ):
+        runner.run(_serve(server, app, settings))
     return server.started

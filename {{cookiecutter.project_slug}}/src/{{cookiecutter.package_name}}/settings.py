@@ -1,8 +1,9 @@
 """The one Settings class: read from the environment once, at start-up, and passed down."""
 
+import ipaddress
 from typing import Literal, Self
 
-from pydantic import Field, PostgresDsn, ValidationError, model_validator
+from pydantic import Field, PostgresDsn, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -97,6 +98,16 @@ class Settings(BaseSettings):
         description="Comma-separated proxy IPs/CIDRs whose X-Forwarded-* headers are trusted; "
         "empty trusts none.",
     )
+    require_if_match: bool = Field(
+        False, description="PATCH and DELETE without If-Match get 428 instead of writing blindly."
+    )
+    docs_in_prod: bool = Field(
+        False,
+        description="Serve /docs, /redoc and /openapi.json when APP_ENV=prod too (always in dev, test).",
+    )
+    metrics_port: int = Field(
+        9090, ge=0, le=65535, description="Port of the /metrics listener, apart from traffic; 0 = none."
+    )
     access_log: Literal["all", "errors", "off"] = Field(
         "all", description="Access log lines: every request, only 4xx/5xx and slow ones, or none."
     )
@@ -104,13 +115,27 @@ class Settings(BaseSettings):
         1.0, ge=0, le=1, description="Fraction of successful requests logged when ACCESS_LOG=all."
     )
 
+    @field_validator("forwarded_allow_ips")
+    @classmethod
+    def _check_proxies(cls, value: str) -> str:
+        for entry in filter(None, (part.strip() for part in value.split(","))):
+            if entry != "*":
+                ipaddress.ip_network(entry, strict=False)  # ValueError names the bad entry
+        return value
+
     @model_validator(mode="after")
     def _check_consistency(self) -> Self:
         if self.pool_min_size > self.pool_max_size:
             raise ValueError("POOL_MIN_SIZE must not exceed POOL_MAX_SIZE")
+        if self.metrics_port == self.port:
+            raise ValueError("METRICS_PORT must differ from PORT: metrics stay off the traffic port")
         if self.database_url is None and self.app_env != "dev":
             raise ValueError("DATABASE_URL is required unless APP_ENV=dev")
         return self
+
+    @property
+    def docs_served(self) -> bool:
+        return self.app_env != "prod" or self.docs_in_prod
 
     @property
     def dsn(self) -> str:

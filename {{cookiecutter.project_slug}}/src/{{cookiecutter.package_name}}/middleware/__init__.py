@@ -5,38 +5,48 @@ BaseHTTPMiddleware, which runs the app in a task and copies each response body.
 """
 
 from starlette.middleware import Middleware
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from ..observability.metrics import Metrics
 from ..settings import Settings
-from .access_log import AccessLogMiddleware
+from .access_log import AccessLog
 from .admission import AdmissionMiddleware
 from .body_limit import BodySizeLimitMiddleware
-from .metrics import MetricsMiddleware
-from .request_id import RequestIdMiddleware
-from .security_headers import SecurityHeadersMiddleware
-from .unhandled import UnhandledErrorMiddleware
+from .edge import EdgeMiddleware
+from .head import HeadAsGetMiddleware
+from .metrics import RequestMetrics
+from .request_id import TrustedPeers
 
 
 def middleware_stack(settings: Settings, metrics: Metrics) -> list[Middleware]:
-    """Outermost first: every response, the 500 of an unhandled error included, gets the security
-    headers and the request id; admission refuses over-limit requests before any other work (a
-    refusal is counted by its own metric, not logged); the access log line carries the request id;
-    the body limit sits right before routing."""
-    access_log = (
-        [Middleware(AccessLogMiddleware, mode=settings.access_log, sample=settings.access_log_sample)]
-        if settings.access_log != "off"
+    """Outermost first: the edge (request id, security headers, unhandled errors, metrics, access
+    log) sees every answer, a 413, a 500 or a refusal included; admission then refuses a request
+    past MAX_IN_FLIGHT before any other work is done for it; the body limit and HEAD-as-GET sit
+    right before routing. The edge judges the request id on the TCP peer, so uvicorn's proxy-headers
+    middleware (here rather than in the server for that reason) comes after it and replaces the
+    peer and scheme with what a trusted proxy says."""
+    trusted = TrustedPeers(settings.forwarded_allow_ips)
+    # Costs time on every request: only in the stack when a proxy is named.
+    proxy_headers = (
+        [Middleware(ProxyHeadersMiddleware, trusted_hosts=settings.forwarded_allow_ips)]
+        if trusted
         else []
     )
+    access_log = (
+        AccessLog(mode=settings.access_log, sample=settings.access_log_sample)
+        if settings.access_log != "off"
+        else None
+    )
     return [
-        Middleware(SecurityHeadersMiddleware),
-        Middleware(RequestIdMiddleware),
+        Middleware(
+            EdgeMiddleware, metrics=RequestMetrics(metrics), access_log=access_log, trusted=trusted
+        ),
         Middleware(AdmissionMiddleware, limit=settings.max_in_flight, metrics=metrics),
-        *access_log,
-        Middleware(MetricsMiddleware, metrics=metrics),
-        Middleware(UnhandledErrorMiddleware),
+        *proxy_headers,
         Middleware(
             BodySizeLimitMiddleware,
             max_bytes=settings.max_body_bytes,
             drain_bytes=settings.max_body_drain_bytes,
         ),
+        Middleware(HeadAsGetMiddleware),
     ]

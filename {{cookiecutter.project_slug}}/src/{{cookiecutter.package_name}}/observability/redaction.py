@@ -11,7 +11,7 @@ the formatted traceback alike, at well under a microsecond for a line without a 
 
 import json
 import re
-from collections.abc import Iterable, MutableMapping
+from collections.abc import Iterable
 from typing import Any
 from urllib.parse import unquote
 
@@ -32,41 +32,24 @@ def _mask(text: str, secrets: tuple[str, ...]) -> str:
     return text
 
 
-def _mask_event(value: Any, secrets: tuple[str, ...]) -> Any:
-    # For a processor placed before the renderer: walk the event instead of one string.
-    if isinstance(value, str):
-        return _mask(value, secrets)
-    if isinstance(value, dict):
-        return {key: _mask_event(item, secrets) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return type(value)(_mask_event(item, secrets) for item in value)
-    if isinstance(value, BaseException):
-        return _mask(repr(value), secrets)
-    return value
-
-
 class RedactSecrets:
-    """structlog processor: mask the given secrets and any URL password.
-
-    Best placed after the renderer (it then masks the rendered str or bytes line); before it,
-    it masks every value of the event dict.
+    """structlog processor, placed after the renderer: mask the given secrets and any URL
+    password in the rendered line (str from the console and stdlib renderers, bytes from orjson).
     """
 
     def __init__(self, secrets: Iterable[str | None] = ()) -> None:
         forms = {form for secret in secrets if secret for form in (secret, _json_escaped(secret))}
         # Longest first, so that a secret containing another is masked whole.
         self._secrets = tuple(sorted(forms, key=len, reverse=True))
+        self._secret_bytes = tuple(secret.encode() for secret in self._secrets)
 
-    def __call__(
-        self, logger: Any, method_name: str, event: str | bytes | MutableMapping[str, Any]
-    ) -> str | bytes | MutableMapping[str, Any]:
-        if isinstance(event, str):
-            return _mask(event, self._secrets)
-        if isinstance(event, bytes):
-            return _mask(event.decode("utf-8", "replace"), self._secrets).encode()
-        for key, value in event.items():
-            event[key] = _mask_event(value, self._secrets)
-        return event
+    # `line: Any`: structlog types a processor's input as the event dict; here it is the line.
+    def __call__(self, logger: Any, method_name: str, line: Any) -> Any:
+        if isinstance(line, str):
+            return _mask(line, self._secrets)
+        if b"://" in line or any(secret in line for secret in self._secret_bytes):
+            return _mask(line.decode("utf-8", "replace"), self._secrets).encode()
+        return line  # the common line: two byte scans, no decoding
 
 
 def _json_escaped(secret: str) -> str:

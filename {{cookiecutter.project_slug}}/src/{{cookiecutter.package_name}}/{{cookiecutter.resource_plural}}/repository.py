@@ -32,9 +32,10 @@ async def update_{{ cookiecutter.resource }}(
     *,
     {{ cookiecutter.resource }}_id: int,
     changes: {{ cookiecutter.__resource_class }}Update,
-    expected_version: int | None,
+    expected_versions: list[int] | None,
 ) -> Record | None:
-    """The updated row, or None when it is absent or its version is not `expected_version`."""
+    """The updated row, or None when it is absent or its version is not one of `expected_versions`
+    (None: any version)."""
     return await connection.fetchrow(
         sql.UPDATE,
         {{ cookiecutter.resource }}_id,
@@ -43,7 +44,7 @@ async def update_{{ cookiecutter.resource }}(
         changes.description,
         changes.price_cents,
         changes.quantity,
-        expected_version,
+        expected_versions,
     )
 
 
@@ -52,5 +53,8 @@ async def get_{{ cookiecutter.resource }}_version(connection: Connection, *, {{ 
     return version
 
 
-async def delete_{{ cookiecutter.resource }}(connection: Connection, *, {{ cookiecutter.resource }}_id: int) -> bool:
-    return await connection.fetchval(sql.DELETE, {{ cookiecutter.resource }}_id) is not None
+async def delete_{{ cookiecutter.resource }}(
+    connection: Connection, *, {{ cookiecutter.resource }}_id: int, expected_versions: list[int] | None
+) -> bool:
+    """True when the row was deleted; False when it is absent or not at one of `expected_versions`."""
+    return await connection.fetchval(sql.DELETE, {{ cookiecutter.resource }}_id, expected_versions) is not None

@@ -1,28 +1,45 @@
 """HTTP edge of {{ cookiecutter.resource_plural }}: parse, call the repository, encode; never SQL here."""
 
-import re
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Header, Path, Query, Request, Response
+from fastapi import APIRouter, Request, Response
 
+from .. import conditional
+from ..conditional import IfMatch, IfNoneMatch
 from ..db import Database, Record
 from ..errors import ProblemError
 from ..responses import JSONBytesResponse
+from ..routing import FastRoute
 from . import repository
 from .schemas import (
-    INT64_MAX,
     {{ cookiecutter.__resource_class }},
     {{ cookiecutter.__resource_class }}Create,
+    {{ cookiecutter.__resource_class }}Id,
     {{ cookiecutter.__resource_class }}Page,
     {{ cookiecutter.__resource_class }}Update,
+    PageAfter,
+    PageLimit,
 )
 
 PREFIX = "/{{ cookiecutter.resource_plural }}"
-router = APIRouter(prefix=PREFIX, tags=["{{ cookiecutter.resource_plural }}"])
+# FastRoute: every route of this router runs its declaration without FastAPI's general per-request
+# bookkeeping, dependencies included (routing.py; bench: docs/performance.md).
+router = APIRouter(prefix=PREFIX, tags=["{{ cookiecutter.resource_plural }}"], route_class=FastRoute)
 
-{{ cookiecutter.__resource_class }}Id = Annotated[int, Path(ge=1, le=INT64_MAX, description="The {{ cookiecutter.resource }} id.")]
 _NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"description": "No such {{ cookiecutter.resource }}"}}
-_ETAG = re.compile(r'^(?:W/)?"(\d{1,10})"$')
+_KEYSET_GUARANTEE = """Pages are in id order; pass `next_after` as `after` for the next one.
+
+**What holds:** a walk from `after=0` to `next_after: null` returns every {{ cookiecutter.resource }} that
+existed before the walk started and still exists when its page is read, exactly once, and never
+returns a {{ cookiecutter.resource }} twice.
+
+**Known limit:** ids are handed out when an insert starts, and inserts commit in any order. A
+{{ cookiecutter.resource }} created during the walk whose insert commits after a page with a higher id was already
+read is skipped by this walk (the next walk sees it)."""
+_CONDITIONAL: dict[int | str, dict[str, Any]] = {
+    412: {"description": "If-Match names no current version"},
+    428: {"description": "If-Match is missing and REQUIRE_IF_MATCH is on"},
+}
 
 
 def _db(request: Request) -> Database:
@@ -37,28 +54,23 @@ def _encode(record: Record) -> bytes:
 
 
 def _etag(record: Record) -> str:
-    return f'"{record["version"]}"'
+    return conditional.etag(record["version"])
+
+
+def _if_match_required(request: Request) -> bool:
+    required: bool = request.app.state.settings.require_if_match
+    return required
 
 
 def _not_found({{ cookiecutter.resource }}_id: int) -> ProblemError:
     return ProblemError(404, f"{{ cookiecutter.__resource_class }} {{ '{' }}{{ cookiecutter.resource }}_id{{ '}' }} does not exist.")
 
 
-def _parse_if_match(value: str | None) -> int | None:
-    """The version an If-Match header demands, None for no condition (absent or `*`)."""
-    if value is None or value.strip() == "*":
-        return None
-    match = _ETAG.match(value.strip())
-    if match is None:
-        raise ProblemError(400, 'If-Match must be an ETag of this API, e.g. "3", or *.')
-    return int(match.group(1))
-
-
 @router.post(
     "",
     status_code=201,
     response_model={{ cookiecutter.__resource_class }},
-    summary="Create a {{ cookiecutter.resource }}",
+    summary="Create {{ cookiecutter.__resource_article }} {{ cookiecutter.resource }}",
 )
 async def create_{{ cookiecutter.resource }}(body: {{ cookiecutter.__resource_class }}Create, request: Request) -> Response:
     async with _db(request).connection() as connection:
@@ -70,26 +82,32 @@ async def create_{{ cookiecutter.resource }}(body: {{ cookiecutter.__resource_cl
 @router.get(
     "/{{ '{' }}{{ cookiecutter.resource }}_id{{ '}' }}",
     response_model={{ cookiecutter.__resource_class }},
-    responses=_NOT_FOUND,
-    summary="Get a {{ cookiecutter.resource }} by id",
+    responses={**_NOT_FOUND, 304: {"description": "If-None-Match names the current ETag"}},
+    summary="Get {{ cookiecutter.__resource_article }} {{ cookiecutter.resource }} by id",
 )
-async def get_{{ cookiecutter.resource }}({{ cookiecutter.resource }}_id: {{ cookiecutter.__resource_class }}Id, request: Request) -> Response:
+async def get_{{ cookiecutter.resource }}(
+    {{ cookiecutter.resource }}_id: {{ cookiecutter.__resource_class }}Id, request: Request, if_none_match: IfNoneMatch = None
+) -> Response:
     async with _db(request).connection() as connection:
         record = await repository.get_{{ cookiecutter.resource }}(connection, {{ cookiecutter.resource }}_id={{ cookiecutter.resource }}_id)
     if record is None:
         raise _not_found({{ cookiecutter.resource }}_id)
-    return JSONBytesResponse(_encode(record), headers={"ETag": _etag(record)})
+    etag = _etag(record)
+    if not conditional.none_match(if_none_match, etag):
+        return Response(status_code=304, headers={"ETag": etag})
+    return JSONBytesResponse(_encode(record), headers={"ETag": etag})
 
 
 @router.get(
     "",
     response_model={{ cookiecutter.__resource_class }}Page,
     summary="List {{ cookiecutter.resource_plural }} by id, one keyset page at a time",
+    description=_KEYSET_GUARANTEE,
 )
 async def list_{{ cookiecutter.resource_plural }}(
     request: Request,
-    limit: Annotated[int, Query(ge=1, le=500, description="Page size.")] = 20,
-    after: Annotated[int, Query(ge=0, le=INT64_MAX, description="Last id of the previous page.")] = 0,
+    limit: PageLimit = 20,
+    after: PageAfter = 0,
 ) -> Response:
     async with _db(request).connection() as connection:
         page = await repository.list_{{ cookiecutter.resource_plural }}(connection, after=after, limit=limit)
@@ -99,40 +117,47 @@ async def list_{{ cookiecutter.resource_plural }}(
 @router.patch(
     "/{{ '{' }}{{ cookiecutter.resource }}_id{{ '}' }}",
     response_model={{ cookiecutter.__resource_class }},
-    responses={**_NOT_FOUND, 412: {"description": "If-Match names a stale version"}},
-    summary="Update some fields of a {{ cookiecutter.resource }}",
+    responses={**_NOT_FOUND, **_CONDITIONAL},
+    summary="Update some fields of {{ cookiecutter.__resource_article }} {{ cookiecutter.resource }}",
 )
 async def update_{{ cookiecutter.resource }}(
     {{ cookiecutter.resource }}_id: {{ cookiecutter.__resource_class }}Id,
     body: {{ cookiecutter.__resource_class }}Update,
     request: Request,
-    if_match: Annotated[str | None, Header(description='Version ETag, e.g. "3".')] = None,
+    if_match: IfMatch = None,
 ) -> Response:
-    expected_version = _parse_if_match(if_match)
+    expected = conditional.versions_matching(if_match, required=_if_match_required(request))
     async with _db(request).connection() as connection:
         record = await repository.update_{{ cookiecutter.resource }}(
-            connection, {{ cookiecutter.resource }}_id={{ cookiecutter.resource }}_id, changes=body, expected_version=expected_version
+            connection, {{ cookiecutter.resource }}_id={{ cookiecutter.resource }}_id, changes=body, expected_versions=expected
         )
         if record is None:
             current = await repository.get_{{ cookiecutter.resource }}_version(connection, {{ cookiecutter.resource }}_id={{ cookiecutter.resource }}_id)
     if record is None:
         if current is None:
             raise _not_found({{ cookiecutter.resource }}_id)
-        raise ProblemError(
-            412, f'If-Match "{expected_version}" is stale: the current version is "{current}".'
-        )
+        raise conditional.stale(current)
     return JSONBytesResponse(_encode(record), headers={"ETag": _etag(record)})
 
 
 @router.delete(
     "/{{ '{' }}{{ cookiecutter.resource }}_id{{ '}' }}",
     status_code=204,
-    responses=_NOT_FOUND,
-    summary="Delete a {{ cookiecutter.resource }}",
+    responses={**_NOT_FOUND, **_CONDITIONAL},
+    summary="Delete {{ cookiecutter.__resource_article }} {{ cookiecutter.resource }}",
 )
-async def delete_{{ cookiecutter.resource }}({{ cookiecutter.resource }}_id: {{ cookiecutter.__resource_class }}Id, request: Request) -> Response:
+async def delete_{{ cookiecutter.resource }}(
+    {{ cookiecutter.resource }}_id: {{ cookiecutter.__resource_class }}Id, request: Request, if_match: IfMatch = None
+) -> Response:
+    expected = conditional.versions_matching(if_match, required=_if_match_required(request))
     async with _db(request).connection() as connection:
-        deleted = await repository.delete_{{ cookiecutter.resource }}(connection, {{ cookiecutter.resource }}_id={{ cookiecutter.resource }}_id)
+        deleted = await repository.delete_{{ cookiecutter.resource }}(
+            connection, {{ cookiecutter.resource }}_id={{ cookiecutter.resource }}_id, expected_versions=expected
+        )
+        if not deleted:
+            current = await repository.get_{{ cookiecutter.resource }}_version(connection, {{ cookiecutter.resource }}_id={{ cookiecutter.resource }}_id)
     if not deleted:
-        raise _not_found({{ cookiecutter.resource }}_id)
+        if current is None:
+            raise _not_found({{ cookiecutter.resource }}_id)
+        raise conditional.stale(current)
     return Response(status_code=204)

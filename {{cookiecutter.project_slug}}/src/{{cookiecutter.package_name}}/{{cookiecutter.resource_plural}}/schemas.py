@@ -1,44 +1,110 @@
 """The {{ cookiecutter.resource }} contract: what clients may send and what they get back."""
 
+import re
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any, Self
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from fastapi import Path, Query
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
-_C0_CONTROLS = {chr(code) for code in range(32)} | {"\x7f"}
+# Integral JSON numbers written with a fraction (4466.0) are exact up to here; above it a float may
+# already be another number than the one written.
+_EXACT_FLOAT_MAX = 2**53
+_C0_CONTROLS = frozenset(chr(code) for code in range(32)) | {"\x7f"}
+# C1 controls (U+0085 is a line break to some parsers) and the Unicode line/paragraph separators.
+_C1_CONTROLS = frozenset(chr(code) for code in range(0x80, 0xA0))
+_SEPARATORS = frozenset({"\u2028", "\u2029"})
+_NOT_IN_NAMES = _C0_CONTROLS | _C1_CONTROLS | _SEPARATORS
+_NOT_IN_DESCRIPTIONS = (_C0_CONTROLS - {"\t", "\n", "\r"}) | _C1_CONTROLS
 
 
 def _no_control_characters(value: str) -> str:
-    if any(char in _C0_CONTROLS for char in value):
-        raise ValueError("must not contain control characters")
+    if not _NOT_IN_NAMES.isdisjoint(value):
+        raise ValueError("must not contain control characters or line/paragraph separators")
     return value
 
 
 def _no_nul_or_stray_controls(value: str) -> str:
     # Tabs and newlines are text; NUL cannot be stored by PostgreSQL and the rest is noise.
-    if any(char in _C0_CONTROLS - {"\t", "\n", "\r"} for char in value):
+    if not _NOT_IN_DESCRIPTIONS.isdisjoint(value):
         raise ValueError("must not contain NUL or control characters other than tab and newline")
     return value
 
 
-# The patterns only document the validators in the OpenAPI schema (clients, fuzzers); the
-# validators enforce them with a clearer message.
+def _integral(value: object) -> object:
+    # JSON Schema counts 4466.0 as an integer, so the contract accepts it; 1.5, NaN and inf are not.
+    if isinstance(value, float) and value.is_integer() and abs(value) <= _EXACT_FLOAT_MAX:
+        return int(value)
+    return value
+
+
+def _canonical_digits(pattern: str) -> BeforeValidator:
+    # One resource, one URL: "+1", "01", "1.0", "1_0", " 1" and non-ASCII digits would all parse as
+    # integers; only the canonical spelling is accepted (what proxies and caches see is what is read).
+    digits = re.compile(pattern.removeprefix("^").removesuffix("$"))
+
+    def check(value: object) -> object:
+        if isinstance(value, str) and digits.fullmatch(value) is None:
+            raise ValueError("must be ASCII digits without sign, leading zeros, separators or spaces")
+        return value
+
+    return BeforeValidator(check)
+
+
+# The patterns document the validators in the OpenAPI schema (clients, fuzzers); the validators
+# enforce them with a clearer message.
+POSITIVE_DECIMAL = r"^[1-9][0-9]{0,18}$"
+DECIMAL = r"^(?:0|[1-9][0-9]{0,18})$"
+
 Name = Annotated[
     str,
-    Field(min_length=1, max_length=200, json_schema_extra={"pattern": r"^[^\x00-\x1f\x7f]*$"}),
+    Field(
+        min_length=1,
+        max_length=200,
+        json_schema_extra={"pattern": r"^[^\x00-\x1f\x7f-\x9f\u2028\u2029]*$"},
+    ),
     AfterValidator(_no_control_characters),
 ]
 Description = Annotated[
     str,
-    Field(max_length=2000, json_schema_extra={"pattern": r"^[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f]*$"}),
+    Field(max_length=2000, json_schema_extra={"pattern": r"^[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]*$"}),
     AfterValidator(_no_nul_or_stray_controls),
 ]
-PriceCents = Annotated[int, Field(ge=0, le=INT64_MAX)]
-Quantity = Annotated[int, Field(ge=0, le=INT32_MAX)]
+# Constraints before the validators: pydantic then keeps them on the integer (minimum/maximum in
+# the JSON schema), and a BeforeValidator runs before everything on its left.
+PriceCents = Annotated[int, Field(ge=0, le=INT64_MAX), BeforeValidator(_integral)]
+Quantity = Annotated[int, Field(ge=0, le=INT32_MAX), BeforeValidator(_integral)]
 
-# Strict: "12" is not a number and 1.0 is not an integer; unknown fields are an error, not noise.
+# In the URL: the id in the path and the paging numbers in the query, canonical decimal only.
+{{ cookiecutter.__resource_class }}Id = Annotated[
+    int,
+    Path(
+        ge=1,
+        le=INT64_MAX,
+        description="The {{ cookiecutter.resource }} id, in canonical decimal (no sign, zeros or spaces).",
+        json_schema_extra={"pattern": POSITIVE_DECIMAL},
+    ),
+    _canonical_digits(POSITIVE_DECIMAL),
+]
+PageLimit = Annotated[
+    int,
+    Query(ge=1, le=500, description="Page size, 1 to 500.", json_schema_extra={"pattern": POSITIVE_DECIMAL}),
+    _canonical_digits(POSITIVE_DECIMAL),
+]
+PageAfter = Annotated[
+    int,
+    Query(
+        ge=0,
+        le=INT64_MAX,
+        description="Last id of the previous page (its `next_after`); 0 for the first page.",
+        json_schema_extra={"pattern": DECIMAL},
+    ),
+    _canonical_digits(DECIMAL),
+]
+
+# Strict: "12" is not a number and 1.5 is not an integer; unknown fields are an error, not noise.
 _INPUT = ConfigDict(extra="forbid", strict=True)
 
 
@@ -51,10 +117,23 @@ class {{ cookiecutter.__resource_class }}Create(BaseModel):
     quantity: Quantity = 0
 
 
-class {{ cookiecutter.__resource_class }}Update(BaseModel):
-    """Partial update: omitted fields keep their value; only description may be set to null."""
+def _update_schema(schema: dict[str, Any]) -> None:
+    # Say what the validators below enforce: at least one field, and null only for description.
+    schema["minProperties"] = 1
+    for name in ("name", "price_cents", "quantity"):
+        field = schema["properties"][name]
+        (kept,) = [choice for choice in field.pop("anyOf") if choice.get("type") != "null"]
+        field.update(kept)
 
-    model_config = _INPUT
+
+class {{ cookiecutter.__resource_class }}Update(BaseModel):
+    """Partial update: omitted fields keep their value; only description may be set to null.
+
+    At least one field: `{}` changes nothing, so it is refused (422) rather than bumping the
+    version and `updated_at` of a row that did not change.
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra=_update_schema)
 
     name: Name | None = None
     description: Description | None = None
@@ -68,6 +147,12 @@ class {{ cookiecutter.__resource_class }}Update(BaseModel):
         if value is None:
             raise ValueError("may be omitted but not null")
         return value
+
+    @model_validator(mode="after")
+    def _reject_no_change(self) -> Self:
+        if not self.model_fields_set:
+            raise ValueError("no field to change: send at least one of " + ", ".join(type(self).model_fields))
+        return self
 
 
 class {{ cookiecutter.__resource_class }}(BaseModel):

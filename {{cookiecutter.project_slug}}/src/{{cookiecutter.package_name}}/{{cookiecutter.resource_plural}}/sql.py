@@ -45,7 +45,8 @@ SELECT_PAGE = f"""
 """
 
 # One statement for every PATCH: omitted fields keep their value ($3 says whether description,
-# the one nullable field, was sent). $7 is the If-Match version, or NULL for an unconditional update.
+# the one nullable field, was sent). $7 is the versions If-Match names (an empty array when it names
+# none the service could have issued), or NULL for an unconditional update.
 UPDATE = f"""
     WITH changed AS (
         UPDATE {{ cookiecutter.resource_plural }}
@@ -56,7 +57,7 @@ UPDATE = f"""
                version     = version + 1,
                updated_at  = now()
          WHERE id = $1
-           AND ($7::integer IS NULL OR version = $7)
+           AND ($7::bigint[] IS NULL OR version = ANY($7::bigint[]))
         RETURNING {COLUMNS}
     )
     SELECT version, row_to_json(changed)::text AS body FROM changed
@@ -68,8 +69,10 @@ SELECT_VERSION = """
      WHERE id = $1
 """
 
+# $2 as in UPDATE: the If-Match versions, or NULL.
 DELETE = """
     DELETE FROM {{ cookiecutter.resource_plural }}
      WHERE id = $1
+       AND ($2::bigint[] IS NULL OR version = ANY($2::bigint[]))
     RETURNING id
 """

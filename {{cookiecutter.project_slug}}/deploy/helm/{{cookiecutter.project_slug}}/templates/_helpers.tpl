@@ -22,14 +22,56 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 
 {{- define "app.labels" -}}
-helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ include "app.chartLabels" . }}
 {{ include "app.selectorLabels" . }}
+{{- end }}
+
+{{- define "app.chartLabels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 
+{{/*
+Pods of the release that are not the service (the migration Job, the helm test, k6 runners):
+part-of the app instead of named after it, so that no selector of the service (Deployment, Service,
+PodDisruptionBudget, HPA, topology spread, NetworkPolicy) ever matches them. Add a component.
+*/}}
+{{- define "app.helperLabels" -}}
+{{ include "app.chartLabels" . }}
+app.kubernetes.io/part-of: {{ include "app.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{/* What the NetworkPolicy lets reach the service from inside the namespace: the helpers above. */}}
+{{- define "app.helperSelector" -}}
+app.kubernetes.io/part-of: {{ include "app.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{/*
+checksum/secret: a new value rolls the pods. When the chart writes the Secret, the hash of that
+manifest; otherwise the hash of the live Secret's key, read by `lookup` at install/upgrade time (so
+a rotated Secret rolls the pods on the next `helm upgrade`; `helm template` has no cluster and hashes
+nothing).
+*/}}
+{{- define "app.secretChecksum" -}}
+{{- if and (not .Values.database.existingSecret) .Values.database.url }}
+{{- include (print $.Template.BasePath "/secret.yaml") . | sha256sum }}
+{{- else }}
+{{- $live := lookup "v1" "Secret" .Release.Namespace (include "app.databaseSecret" .) }}
+{{- index ($live.data | default dict) .Values.database.existingSecretKey | default "" | sha256sum }}
+{{- end }}
+{{- end }}
+
+{{/* repository:tag, pinned to a digest when image.digest is set (the digest is what runs). */}}
 {{- define "app.image" -}}
-{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- $reference := printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" $reference .Values.image.digest }}
+{{- else }}
+{{- $reference }}
+{{- end }}
 {{- end }}
 
 {{- define "app.databaseSecret" -}}
@@ -42,7 +84,8 @@ Checks that a JSON schema cannot express, because they compare two values.
                maxConnections - reservedConnections;
   pool:        poolMinSize <= poolMaxSize;
   shutdown:    terminationGracePeriodSeconds > preStop sleep + drain + 10 s of pool close
-               (the service's Database.close bound).
+               (the service's Database.close bound);
+  ports:       metrics.port differs from server.port (metrics have a port of their own).
 */}}
 {{- define "app.checks" -}}
 {{- $db := .Values.database }}
@@ -58,6 +101,9 @@ Checks that a JSON schema cannot express, because they compare two values.
 {{- $budget := sub (int $db.maxConnections) (int $db.reservedConnections) }}
 {{- if gt $needed $budget }}
 {{- fail (printf "database pools need %d connections ((%d pods incl. surge) x poolMaxSize %d + 1 migration) but the database allows %d (maxConnections %d - reservedConnections %d): lower database.poolMaxSize or the replica ceiling, or put PgBouncer in front" $needed $pods (int $db.poolMaxSize) $budget (int $db.maxConnections) (int $db.reservedConnections)) }}
+{{- end }}
+{{- if eq (int .Values.metrics.port) (int .Values.server.port) }}
+{{- fail (printf "metrics.port (%d) must differ from server.port: metrics are served on a port of their own" (int .Values.metrics.port)) }}
 {{- end }}
 {{- if gt (int $db.poolMinSize) (int $db.poolMaxSize) }}
 {{- fail (printf "database.poolMinSize (%d) exceeds database.poolMaxSize (%d)" (int $db.poolMinSize) (int $db.poolMaxSize)) }}
@@ -92,4 +138,24 @@ capabilities:
     secretKeyRef:
       name: {{ include "app.databaseSecret" . }}
       key: {{ .Values.database.existingSecretKey }}
+{{- end }}
+
+{{/* NetworkPolicy egress: PostgreSQL (networkPolicy.database.to) and cluster DNS, nothing else. */}}
+{{- define "app.egressToDatabaseAndDns" -}}
+{{- $policy := .Values.networkPolicy }}
+- to:
+    {{- toYaml $policy.database.to | nindent 4 }}
+  ports:
+    - port: {{ $policy.database.port }}
+      protocol: TCP
+- to:
+    - namespaceSelector:
+        {{- toYaml $policy.dns.namespaceSelector | nindent 8 }}
+      podSelector:
+        {{- toYaml $policy.dns.podSelector | nindent 8 }}
+  ports:
+    - port: 53
+      protocol: UDP
+    - port: 53
+      protocol: TCP
 {{- end }}

@@ -1,0 +1,151 @@
+"""Render, lint and validate a baked chart with Helm's own code, and check every object it emits.
+
+The chart is linted by helm-sdkpy (Helm v4's own lint) and rendered by helm-python-sdk (Helm v4's
+own engine, values.schema.json included). Built-in kinds are validated against the Kubernetes
+OpenAPI schemas by kubernetes-validate; custom kinds (ServiceMonitor, PrometheusRule, k6-operator's
+TestRun) against the schemas of their CRDs, vendored in tests/schemas/.
+"""
+
+import asyncio
+import functools
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import helm_python
+import helm_sdkpy
+import jsonschema
+import kubernetes_validate
+import yaml
+
+RELEASE = "shop"
+NAMESPACE = "default"
+# The chart's kubeVersion floor and the newest schemas kubernetes-validate ships.
+KUBERNETES_VERSIONS = ["1.25.0", kubernetes_validate.utils.latest_version()]
+SCHEMAS = Path(__file__).resolve().parent / "schemas"
+DIGEST = "sha256:" + "0123456789abcdef" * 4
+# Every option of the chart switched on.
+EVERYTHING_ON: dict[str, Any] = {
+    "image": {"digest": DIGEST},
+    "ingress": {"enabled": True, "className": "nginx", "tls": [{"hosts": ["a.example.com"], "secretName": "tls"}]},
+    "metrics": {"serviceMonitor": {"enabled": True}, "prometheusRule": {"enabled": True}},
+    "autoscaling": {"rpsMetric": {"enabled": True}, "targetRPSPerPod": 350},
+    "database": {"url": "postgresql://app:secret@db:5432/app"},
+    "networkPolicy": {"enabled": True, "database": {"to": [{"ipBlock": {"cidr": "10.0.12.0/24"}}]}},
+}
+
+
+def chart_of(project: Path) -> Path:
+    return project / "deploy" / "helm" / project.name
+
+
+def render(chart: Path, values: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """`helm template` through Helm's engine: the schema is enforced, then every template runs
+    (hooks and test hooks included, as `helm template` prints them)."""
+    with helm_python.Chart.load(chart) as loaded:
+        manifests = loaded.render(values, name=RELEASE, namespace=NAMESPACE, is_install=True)
+    return [
+        document
+        for path, text in sorted(manifests.items())
+        if path.endswith(".yaml")
+        for document in yaml.safe_load_all(text)
+        if document
+    ]
+
+
+def find(objects: list[dict[str, Any]], kind: str, component: str | None = None) -> dict[str, Any]:
+    """The one object of `kind` (and of `app.kubernetes.io/component` label `component`)."""
+    (found,) = [
+        item
+        for item in objects
+        if item["kind"] == kind
+        and (component is None or item["metadata"]["labels"].get("app.kubernetes.io/component") == component)
+    ]
+    return found
+
+
+def kinds(objects: list[dict[str, Any]]) -> set[str]:
+    return {item["kind"] for item in objects}
+
+
+def sdk_lint(chart: Path) -> dict[str, Any]:
+    result: dict[str, Any] = asyncio.run(helm_sdkpy.Lint(helm_sdkpy.Configuration()).run(str(chart)))
+    return result
+
+
+def chart_with_values(chart: Path, tmp_path: Path, values_file: Path) -> Path:
+    """A copy of the chart whose values.yaml is the default deep-merged with `values_file`, which
+    is what `helm lint -f values_file` lints (helm-sdkpy's lint takes no values argument)."""
+    copy = Path(shutil.copytree(chart, tmp_path / chart.name))
+    merged = merge(yaml.safe_load((chart / "values.yaml").read_text()), yaml.safe_load(values_file.read_text()))
+    (copy / "values.yaml").write_text(yaml.safe_dump(merged))
+    return copy
+
+
+def merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in override.items():
+        both_maps = isinstance(value, dict) and isinstance(base.get(key), dict)
+        merged[key] = merge(base[key], value) if both_maps else value
+    return merged
+
+
+def validate(item: dict[str, Any], version: str = KUBERNETES_VERSIONS[-1]) -> None:
+    """Raise when `item` is not a valid object of its kind (unknown fields included)."""
+    group_version, kind = item["apiVersion"], item["kind"]
+    custom = _crd_validators().get((group_version, kind))
+    if custom is None:
+        kubernetes_validate.validate(item, version, strict=True)
+    else:
+        custom.validate(item)
+
+
+def crd_kinds() -> set[str]:
+    return {kind for _, kind in _crd_validators()}
+
+
+@functools.cache
+def _crd_validators() -> dict[tuple[str, str], Any]:
+    validators = {}
+    for path in sorted(SCHEMAS.glob("*.json")):
+        crd = json.loads(path.read_text())
+        schema = _closed(crd["openAPIV3Schema"])
+        validators[(f"{crd['group']}/{crd['version']}", crd["kind"])] = jsonschema.Draft7Validator(schema)
+    return validators
+
+
+def _closed(node: Any) -> Any:
+    """The schema with unknown fields refused, as `kubectl apply --validate=strict` refuses them
+    (the API server would otherwise drop them without a word)."""
+    if isinstance(node, list):
+        return [_closed(value) for value in node]
+    if not isinstance(node, dict):
+        return node
+    closed = {key: _closed(value) for key, value in node.items()}
+    if "properties" in node and "additionalProperties" not in node:
+        if not node.get("x-kubernetes-preserve-unknown-fields"):
+            closed["additionalProperties"] = False
+    return closed
+
+
+def pod_selectors(objects: list[dict[str, Any]]) -> dict[str, dict[str, str]]:
+    """Every label selector of the rendered objects that picks pods, by where it was found."""
+    found: dict[str, dict[str, str]] = {}
+    for item in objects:
+        where = f"{item['kind']}/{item['metadata']['name']}"
+        spec = item.get("spec", {})
+        if item["kind"] == "Service":
+            found[f"{where} selector"] = spec["selector"]
+        elif item["kind"] in {"Deployment", "PodDisruptionBudget"}:
+            found[f"{where} selector"] = spec["selector"]["matchLabels"]
+        elif item["kind"] == "NetworkPolicy":
+            found[f"{where} podSelector"] = spec["podSelector"]["matchLabels"]
+        pod = spec.get("template", {}).get("spec", {})
+        for index, constraint in enumerate(pod.get("topologySpreadConstraints", [])):
+            found[f"{where} topologySpread[{index}]"] = constraint["labelSelector"]["matchLabels"]
+    return found
+
+
+def selects(selector: dict[str, str], labels: dict[str, str]) -> bool:
+    return bool(selector) and selector.items() <= labels.items()

@@ -1,0 +1,177 @@
+"""What the chart adds around the pod: labels no selector confuses, the Secret checksum, the image
+digest, the metrics port, the NetworkPolicy and the `helm test` hook (alerts: test_chart_alerts.py)."""
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import helm_python
+import pytest
+
+from .baking import load_module, tool_env
+from .charting import DIGEST, EVERYTHING_ON, RELEASE, find, pod_selectors, render, selects
+from .serving import scratch_database, start_service
+
+
+def _pod_labels(item: dict[str, Any]) -> dict[str, str]:
+    labels: dict[str, str] = (item["spec"]["template"] if "template" in item["spec"] else item)["metadata"]["labels"]
+    return labels
+
+
+def test_migration_and_test_pods_are_matched_by_no_selector_of_the_service(chart: Path) -> None:
+    """Overlapping selectors would count the Job's pod as a replica (Deployment, PDB, HPA, spread)."""
+    objects = render(chart, EVERYTHING_ON)
+    selectors = pod_selectors(objects)
+    assert len(selectors) == 7, selectors  # Deployment, 2 Services, PDB, spread, 2 NetworkPolicies
+    service_pod = _pod_labels(find(objects, "Deployment"))
+    job_pod = _pod_labels(find(objects, "Job"))
+    test_pod = _pod_labels(find(objects, "Pod"))
+    migrate_policy = f"NetworkPolicy/{RELEASE}-inventory-service-migrate podSelector"
+    for where, selector in selectors.items():
+        assert selects(selector, service_pod) == (where != migrate_policy), where
+        assert selects(selector, job_pod) == (where == migrate_policy), where
+        assert not selects(selector, test_pod), where
+    assert job_pod["app.kubernetes.io/component"] == "migrations"
+    hpa = find(objects, "HorizontalPodAutoscaler")["spec"]["scaleTargetRef"]
+    assert hpa["name"] == find(objects, "Deployment")["metadata"]["name"]
+
+
+def test_a_new_database_secret_changes_the_pod_template_and_so_rolls_the_pods(chart: Path) -> None:
+    def checksum(values: dict[str, Any]) -> str:
+        annotations = find(render(chart, values), "Deployment")["spec"]["template"]["metadata"]["annotations"]
+        value: str = annotations["checksum/secret"]
+        return value
+
+    first = checksum({"database": {"url": "postgresql://app:one@db:5432/app"}})
+    assert first == checksum({"database": {"url": "postgresql://app:one@db:5432/app"}})
+    assert first != checksum({"database": {"url": "postgresql://app:two@db:5432/app"}})
+    # An existing Secret is read live by `lookup` at upgrade time; without a cluster it hashes "".
+    existing = checksum({"database": {"existingSecret": "prod-db"}})
+    assert len(existing) == 64 and existing != first
+    custom = find(render(chart, {"podAnnotations": {"team": "shop"}}), "Deployment")
+    assert custom["spec"]["template"]["metadata"]["annotations"].keys() == {"checksum/secret", "team"}
+
+
+def test_image_digest_pins_every_pod_of_the_release(chart: Path) -> None:
+    objects = render(chart, {"image": {"digest": DIGEST, "tag": "1.2.3"}})
+    images = [
+        container["image"]
+        for item in objects
+        if item["kind"] in {"Deployment", "Job", "Pod"}
+        for container in (item["spec"]["template"]["spec"] if "template" in item["spec"] else item["spec"])[
+            "containers"
+        ]
+    ]
+    assert images == [f"inventory-service:1.2.3@{DIGEST}"] * 3
+    assert find(render(chart), "Deployment")["spec"]["template"]["spec"]["containers"][0]["image"] == (
+        "inventory-service:0.1.0"
+    )
+    with pytest.raises(helm_python.HelmError, match="/image/digest"):
+        render(chart, {"image": {"digest": "latest"}})
+
+
+def test_metrics_port_is_reachable_through_the_metrics_service_only(chart: Path) -> None:
+    objects = render(chart, EVERYTHING_ON)
+    (container,) = find(objects, "Deployment")["spec"]["template"]["spec"]["containers"]
+    assert {port["name"]: port["containerPort"] for port in container["ports"]} == {"http": 8000, "metrics": 9090}
+    assert {"name": "METRICS_PORT", "value": "9090"} in container["env"]
+    traffic, metrics = _services(objects)
+    assert [port["targetPort"] for port in traffic["spec"]["ports"]] == ["http"]
+    assert [port["targetPort"] for port in metrics["spec"]["ports"]] == ["metrics"]
+    backends = [
+        path["backend"]["service"]
+        for rule in find(objects, "Ingress")["spec"]["rules"]
+        for path in rule["http"]["paths"]
+    ]
+    assert backends == [{"name": traffic["metadata"]["name"], "port": {"name": "http"}}]
+    monitor = find(objects, "ServiceMonitor")
+    assert selects(monitor["spec"]["selector"]["matchLabels"], metrics["metadata"]["labels"])
+    assert not selects(monitor["spec"]["selector"]["matchLabels"], traffic["metadata"]["labels"])
+    (endpoint,) = monitor["spec"]["endpoints"]
+    assert endpoint == {**endpoint, "port": "metrics", "path": "/metrics"}
+    assert "Service" not in {item["kind"] for item in render(chart) if item["metadata"]["name"].endswith("-metrics")}
+    with pytest.raises(helm_python.HelmError, match="metrics.port \\(8000\\) must differ from server.port"):
+        render(chart, {"metrics": {"port": 8000}})
+
+
+def _services(objects: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
+    services = {
+        item["metadata"]["labels"].get("app.kubernetes.io/component"): item
+        for item in objects
+        if item["kind"] == "Service"
+    }
+    return services[None], services["metrics"]
+
+
+def test_network_policy_lets_in_the_ingress_monitoring_and_helpers_and_out_only_the_database_and_dns(
+    chart: Path,
+) -> None:
+    assert "NetworkPolicy" not in {item["kind"] for item in render(chart)}
+    objects = render(chart, EVERYTHING_ON)
+    service, migrate = (item for item in objects if item["kind"] == "NetworkPolicy")
+    ingress_from, monitoring_from = service["spec"]["ingress"]
+    assert ingress_from["ports"] == [{"port": "http", "protocol": "TCP"}]
+    namespaces, helpers = ingress_from["from"]
+    assert namespaces == {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "ingress-nginx"}}}
+    assert selects(helpers["podSelector"]["matchLabels"], _pod_labels(find(objects, "Pod")))
+    assert monitoring_from == {
+        "from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}],
+        "ports": [{"port": "metrics", "protocol": "TCP"}],
+    }
+    for policy in (service, migrate):
+        database, dns = policy["spec"]["egress"]
+        assert database == {"to": [{"ipBlock": {"cidr": "10.0.12.0/24"}}], "ports": [{"port": 5432, "protocol": "TCP"}]}
+        assert {port["port"] for port in dns["ports"]} == {53}
+        assert dns["to"][0]["podSelector"] == {"matchLabels": {"k8s-app": "kube-dns"}}
+    assert "ingress" not in migrate["spec"] and migrate["spec"]["policyTypes"] == ["Ingress", "Egress"]
+    # Created before the migration Job (hook weight 0), which needs the database.
+    assert int(migrate["metadata"]["annotations"]["helm.sh/hook-weight"]) < 0
+    with pytest.raises(helm_python.HelmError, match="/networkPolicy/database/to"):
+        render(chart, {"networkPolicy": {"enabled": True}})
+
+
+def test_helm_test_hook_runs_the_round_trip_script_against_the_service(chart: Path) -> None:
+    objects = render(chart, EVERYTHING_ON)
+    pod, service = find(objects, "Pod"), _services(objects)[0]
+    assert pod["metadata"]["annotations"]["helm.sh/hook"] == "test"
+    (container,) = pod["spec"]["containers"]
+    assert container["command"] == ["python", "-c", (chart / "files" / "helm_test.py").read_text()]
+    port = service["spec"]["ports"][0]["port"]
+    assert container["env"] == [{"name": "BASE_URL", "value": f"http://{service['metadata']['name']}:{port}"}]
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert pod["spec"]["securityContext"]["runAsNonRoot"] is True
+
+
+def test_helm_test_script_passes_on_a_served_service_and_fails_without_one(
+    default_project: Path, chart: Path, postgres_url: str, tmp_path: Path
+) -> None:
+    script = str(chart / "files" / "helm_test.py")
+    with scratch_database(postgres_url, "helm_test") as url:
+        migrated = subprocess.run(
+            [sys.executable, "-m", "alembic", "upgrade", "head"],
+            cwd=default_project, env=tool_env(default_project, DATABASE_URL=url), capture_output=True, check=False,
+        )  # fmt: skip
+        assert migrated.returncode == 0, migrated.stderr
+        served = start_service(default_project, url, tmp_path / "service.log")
+        try:
+            passed = subprocess.run(
+                [sys.executable, script], env={"BASE_URL": served.url}, capture_output=True, text=True, check=False
+            )
+        finally:
+            served.process.terminate()
+            served.process.wait(timeout=30)
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+    steps = [line.split(":")[0] for line in passed.stdout.splitlines()]
+    assert steps[0] == "ok   GET /readyz" and steps[-1].endswith(" after DELETE"), steps
+    assert len(steps) == 5
+    port = load_module(default_project, "inventory_service", "devdb").free_port()
+    failed = subprocess.run(
+        [sys.executable, script],
+        env={"BASE_URL": f"http://127.0.0.1:{port}"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert failed.returncode == 1
+    assert failed.stdout.startswith("FAIL"), failed.stdout + failed.stderr

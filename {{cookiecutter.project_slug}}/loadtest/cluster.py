@@ -1,0 +1,114 @@
+"""`make k6-cluster`: the k6 test of `make k6`, run in the cluster by k6-operator.
+
+Writes two objects to apply with kubectl: a ConfigMap holding loadtest/k6/crud.js and the config
+that `make k6` generates from budget.toml (the same thresholds, the arrival rates scaled to the
+number of pods under test), and a k6-operator TestRun that runs that script on `--parallelism`
+runner pods against the release's Service. k6-operator splits the arrival rates and VUs between
+the runners (k6 execution segments); each runner judges the thresholds on its own share.
+
+    python -m loadtest.cluster --release shop --namespace prod --parallelism 4 --pods 6
+    kubectl apply -f loadtest/results/k6-cluster.yaml
+"""
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from . import k6, project
+from .budget import load
+
+CHART = project.HELM_VALUES.parent.name
+CONFIG_FILE = "k6-config.json"  # beside the script: crud.js reads it when K6_CONFIG is unset
+SCRIPT_FILE = "crud.js"
+
+
+def service_url(release: str, namespace: str, port: int) -> str:
+    """The release's Service, named as the chart names it (app.fullname in _helpers.tpl)."""
+    fullname = release if CHART in release else f"{release}-{CHART}"
+    return f"http://{fullname[:63].rstrip('-')}.{namespace}.svc.cluster.local:{port}"
+
+
+def manifests(
+    settings: dict[str, Any], *, name: str, namespace: str, release: str, parallelism: int
+) -> list[dict[str, Any]]:
+    """The ConfigMap with the script and its config, and the TestRun that runs them."""
+    labels = {
+        "app.kubernetes.io/part-of": CHART,
+        "app.kubernetes.io/instance": release,
+        "app.kubernetes.io/component": "loadtest",
+    }
+    config_map = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": f"{name}-script", "namespace": namespace, "labels": labels},
+        "data": {SCRIPT_FILE: k6.SCRIPT.read_text(), CONFIG_FILE: json.dumps(settings, indent=2)},
+    }
+    test_run = {
+        "apiVersion": "k6.io/v1alpha1",
+        "kind": "TestRun",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "spec": {
+            "parallelism": parallelism,
+            "script": {"configMap": {"name": f"{name}-script", "file": SCRIPT_FILE}},
+            # One tag on every sample, to tell this run's series apart in a metrics backend.
+            "arguments": f"--tag testid={name}",
+            "runner": {
+                # The chart's NetworkPolicy lets this release's helper pods reach the service.
+                "metadata": {"labels": labels},
+                "resources": {"requests": {"cpu": "1", "memory": "512Mi"}, "limits": {"memory": "1Gi"}},
+                "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
+                "containerSecurityContext": {
+                    "allowPrivilegeEscalation": False,
+                    "capabilities": {"drop": ["ALL"]},
+                },
+            },
+        },
+    }
+    return [config_map, test_run]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m loadtest.cluster", description=__doc__.splitlines()[0])
+    parser.add_argument("--release", default=CHART, help="Helm release of the service")
+    parser.add_argument("--namespace", default="default")
+    parser.add_argument("--parallelism", type=int, default=4, help="k6 runner pods")
+    parser.add_argument("--pods", type=float, default=1.0, help="service pods under test: rates x this")
+    parser.add_argument("--service-port", type=int, default=80, help="service.port of the chart")
+    parser.add_argument("--url", help="target instead of the release's Service")
+    parser.add_argument("--scenarios", type=lambda text: text.split(","), help="comma-separated")
+    parser.add_argument("--seconds", type=float, default=60.0, help="steady part of each scenario")
+    parser.add_argument("--name", default=f"{CHART}-load", help="TestRun name")
+    parser.add_argument("--budget", type=Path, default=project.BUDGET)
+    parser.add_argument("--output", type=Path, default=project.RESULTS / "k6-cluster.yaml")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.parallelism < 1 or args.pods <= 0:
+        print("--parallelism must be at least 1 and --pods above 0", file=sys.stderr)
+        return 2
+    budget = load(args.budget)
+    url = args.url or service_url(args.release, args.namespace, args.service_port)
+    settings = k6.config(
+        budget,
+        url=url,
+        prefix=project.PREFIX,
+        names=args.scenarios or list(budget.scenarios),
+        seconds=args.seconds,
+        rate_scale=args.pods,
+    )
+    objects = manifests(
+        settings, name=args.name, namespace=args.namespace, release=args.release, parallelism=args.parallelism
+    )
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    # JSON documents are YAML documents: kubectl applies the stream as it is.
+    args.output.write_text("".join(f"---\n{json.dumps(item, indent=2)}\n" for item in objects))
+    print(f"wrote {args.output}: kubectl apply -f {args.output}; runners: kubectl get testrun {args.name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
