@@ -1,7 +1,8 @@
 """mkdocs hook: reference tables generated from the sources, so the docs cannot drift from them.
 
 `<!-- options-reference -->` becomes the table of cookiecutter.json options,
-`<!-- settings-reference -->` the table of the generated service's Settings class, and
+`<!-- settings-reference -->` the table of the generated service's Settings class (of a bake with
+each `auth` value: a setting that only some bring says which), and
 `<!-- baked: PATH -->` the file PATH of a project baked with the default options (the pages a
 generated project carries itself, such as its deployment guide, are shown as users get them), and
 `<!-- include: PATH -->` a file of this repository, such as a table a benchmark wrote.
@@ -20,7 +21,7 @@ from cookiecutter.main import cookiecutter
 from mkdocs.exceptions import PluginError
 
 ROOT = Path(__file__).resolve().parents[1]
-SETTINGS_FILE = ROOT / "{{cookiecutter.project_slug}}" / "src" / "{{cookiecutter.package_name}}" / "settings.py"
+AUTH_VALUES = ("none", "api_key", "jwt")
 
 OPTION_HELP = {
     "project_name": "Human name of the service, used in titles and the OpenAPI document.",
@@ -32,12 +33,16 @@ OPTION_HELP = {
     "resource": "The CRUD resource, singular snake_case: module, class and function names.",
     "resource_plural": "Plural snake_case: URL paths, the table and the resource folder.",
     "python_version": "Lowest Python the service supports: requires-python, ruff, mypy, the image.",
+    "auth": "`api_key`: X-API-Key checked against SHA-256 digests; `jwt`: bearer tokens of an OIDC "
+    "issuer verified against its JWKS, a read and a write scope; `none`: no authentication.",
     "lock_dependencies": "`yes` writes uv.lock at bake time when uv is on PATH.",
 }
 
 
 def _cell(value: Any) -> str:
-    text = json.dumps(value) if not isinstance(value, str) else value
+    if isinstance(value, list):  # list settings are comma-separated variables
+        value = ",".join(value)
+    text = json.dumps(value, default=str) if not isinstance(value, str) else value
     return text.replace("|", "\\|").replace("\n", " ")
 
 
@@ -55,13 +60,21 @@ def options_table() -> str:
     return "\n".join(rows)
 
 
-def settings_table() -> str:
-    spec = importlib.util.spec_from_file_location("_service_settings", SETTINGS_FILE)
+def _settings_fields(auth: str) -> dict[str, Any]:
+    path = baked_project(auth) / "src" / "inventory_service" / "settings.py"
+    spec = importlib.util.spec_from_file_location(f"_service_settings_{auth}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    fields: dict[str, Any] = module.Settings.model_fields
+    return fields
+
+
+def settings_table() -> str:
+    by_auth = {auth: _settings_fields(auth) for auth in AUTH_VALUES}
+    every = {name: field for fields in by_auth.values() for name, field in fields.items()}
     rows = ["| Variable | Default | Limits | Meaning |", "|---|---|---|---|"]
-    for name, field in module.Settings.model_fields.items():
+    for name, field in every.items():
         if not field.description:
             raise PluginError(f"setting {name} has no description")
         limits = ", ".join(
@@ -70,17 +83,18 @@ def settings_table() -> str:
             for key in ("ge", "gt", "le", "lt")
             if getattr(rule, key, None) is not None
         )
-        default = "(none)" if field.default is None else f"`{_cell(field.default)}`"
-        rows.append(f"| `{name.upper()}` | {default} | {limits} | {_cell(field.description)} |")
+        default = "(none)" if field.default in (None, []) else f"`{_cell(field.default)}`"
+        present = [auth for auth, fields in by_auth.items() if name in fields]
+        only = f" *(auth={', '.join(present)} only)*" if len(present) < len(AUTH_VALUES) else ""
+        rows.append(f"| `{name.upper()}` | {default} | {limits} | {_cell(field.description)}{only} |")
     return "\n".join(rows)
 
 
 @functools.cache
-def baked_project() -> Path:
+def baked_project(auth: str = "none") -> Path:
     output = Path(tempfile.mkdtemp(prefix="fastapi-1core-docs-"))
-    project = cookiecutter(
-        str(ROOT), no_input=True, output_dir=str(output), extra_context={"lock_dependencies": "no"}
-    )
+    context = {"lock_dependencies": "no", "auth": auth}
+    project = cookiecutter(str(ROOT), no_input=True, output_dir=str(output), extra_context=context)
     return Path(project)
 
 

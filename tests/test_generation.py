@@ -28,6 +28,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "resource": "product",
         "resource_plural": "products",
     },
+    "auth-api-key": {"auth": "api_key"},
+    "auth-jwt": {"auth": "jwt", "resource": "order_line", "resource_plural": "order_lines"},
 }
 UNRENDERED = re.compile(r"\{\{\s*cookiecutter|\{%|cookiecutter\.")
 
@@ -67,6 +69,17 @@ def test_variant_uses_its_names(variant: tuple[Path, dict[str, Any]]) -> None:
     assert context.get("author_email", "jane@example.com") in pyproject
     migration = next((project / "migrations" / "versions").glob("0001_*.py")).read_text()
     assert f"CREATE TABLE {plural} (" in migration
+
+
+def test_variant_carries_only_the_auth_modules_of_its_option(variant: tuple[Path, dict[str, Any]]) -> None:
+    project, context = variant
+    package = project / "src" / context.get("package_name", _package(project))
+    modules = {"none": set(), "api_key": {"auth.py"}, "jwt": {"auth.py", "jwks.py"}}[context.get("auth", "none")]
+    assert {path.name for path in package.glob("*.py")} & {"auth.py", "jwks.py"} == modules
+    tests = {path.name for path in (project / "tests").glob("*.py")}
+    assert ("test_auth.py" in tests) == bool(modules)
+    routes = (package / context.get("resource_plural", "items") / "routes.py").read_text()
+    assert routes.count("dependencies=") == (5 if modules else 0)
 
 
 def test_variant_passes_ruff(variant: tuple[Path, dict[str, Any]]) -> None:

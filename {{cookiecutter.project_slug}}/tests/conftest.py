@@ -5,6 +5,9 @@ one server.
 """
 
 import asyncio
+{%- if cookiecutter.auth == "api_key" %}
+import hashlib
+{%- endif %}
 import os
 import secrets
 import shutil
@@ -14,6 +17,7 @@ import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
@@ -24,8 +28,15 @@ from fastapi import FastAPI
 from {{ cookiecutter.package_name }}.app import create_app
 from {{ cookiecutter.package_name }}.devdb import ThrowawayPostgres, free_port
 from {{ cookiecutter.package_name }}.settings import Settings
+{%- if cookiecutter.auth == "jwt" %}
+
+from .issuer import Issuer
+{%- endif %}
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
+{%- if cookiecutter.auth == "api_key" %}
+API_KEY = "test-" + secrets.token_urlsafe(24)
+{%- endif %}
 
 
 def with_database(url: str, name: str) -> str:
@@ -83,9 +94,63 @@ def database_url(server_url: str) -> Iterator[str]:
     asyncio.run(_execute(server_url, f'DROP DATABASE "{name}" WITH (FORCE)'))
 
 
+{%- if cookiecutter.auth == "jwt" %}
 @pytest.fixture(scope="session")
-def settings(database_url: str) -> Settings:
-    return Settings(database_url=database_url, app_env="test", pool_min_size=2, pool_max_size=10)
+def issuer() -> Iterator[Issuer]:
+    """A local OIDC issuer: signing keys, tokens, and its JWKS served over HTTP."""
+    with Issuer() as running:
+        yield running
+
+
+@pytest.fixture(scope="session")
+def auth_settings(issuer: Issuer) -> dict[str, Any]:
+    """The settings that let a test's credentials in (auth=jwt: this session's issuer)."""
+    return issuer.settings()
+
+
+@pytest.fixture(scope="session")
+def auth_headers(issuer: Issuer) -> dict[str, str]:
+    """Credentials that may read and write."""
+    return {"Authorization": f"Bearer {issuer.token(scope='{{ cookiecutter.resource_plural }}:read {{ cookiecutter.resource_plural }}:write')}"}
+{%- elif cookiecutter.auth == "api_key" %}
+@pytest.fixture(scope="session")
+def auth_settings() -> dict[str, Any]:
+    """The settings that let a test's credentials in (auth=api_key: the digest of API_KEY)."""
+    return {"api_key_hashes": [hashlib.sha256(API_KEY.encode()).hexdigest()]}
+
+
+@pytest.fixture(scope="session")
+def auth_headers() -> dict[str, str]:
+    """Credentials that may read and write."""
+    return {"X-API-Key": API_KEY}
+{%- else %}
+@pytest.fixture(scope="session")
+def auth_settings() -> dict[str, Any]:
+    """The settings that let a test's credentials in: none, this service has no authentication."""
+    return {}
+
+
+@pytest.fixture(scope="session")
+def auth_headers() -> dict[str, str]:
+    """Credentials that may read and write: none needed."""
+    return {}
+{%- endif %}
+
+
+@pytest.fixture(scope="session")
+def auth_env(auth_settings: dict[str, Any]) -> dict[str, str]:
+    """auth_settings as environment variables, for a served process."""
+    return {
+        name.upper(): ",".join(value) if isinstance(value, list) else str(value)
+        for name, value in auth_settings.items()
+    }
+
+
+@pytest.fixture(scope="session")
+def settings(database_url: str, auth_settings: dict[str, Any]) -> Settings:
+    return Settings(
+        database_url=database_url, app_env="test", pool_min_size=2, pool_max_size=10, **auth_settings
+    )
 
 
 @pytest.fixture(scope="session")
@@ -96,9 +161,10 @@ async def app(settings: Settings) -> AsyncIterator[FastAPI]:
 
 
 @pytest.fixture(scope="session")
-async def client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
+async def client(app: FastAPI, auth_headers: dict[str, str]) -> AsyncIterator[httpx.AsyncClient]:
+    """A client of the app in-process, with credentials that may read and write."""
     transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
+    async with httpx.AsyncClient(transport=transport, base_url="http://test", headers=auth_headers) as http:
         yield http
 
 
@@ -108,12 +174,15 @@ def served_metrics_port() -> int:
 
 
 @pytest.fixture(scope="session")
-def served_url(database_url: str, served_metrics_port: int) -> Iterator[str]:
+def served_url(
+    database_url: str, served_metrics_port: int, auth_env: dict[str, str]
+) -> Iterator[str]:
     """The real server process (`python -m {{ cookiecutter.package_name }}`) on a free TCP port,
     its /metrics listener on `served_metrics_port`."""
     port = free_port()
     env = {
         **os.environ,
+        **auth_env,
         "DATABASE_URL": database_url,
         "PORT": str(port),
         "HOST": "127.0.0.1",

@@ -138,12 +138,12 @@ async def test_get_with_a_malformed_if_none_match_is_400_naming_it(client: httpx
 
 
 @pytest.fixture(scope="module")
-async def strict_client(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
+async def strict_client(settings: Settings, auth_headers: dict[str, str]) -> AsyncIterator[httpx.AsyncClient]:
     """A service with REQUIRE_IF_MATCH on."""
     application: FastAPI = create_app(settings.model_copy(update={"require_if_match": True}))
     async with application.router.lifespan_context(application):
         transport = httpx.ASGITransport(app=application)
-        async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
+        async with httpx.AsyncClient(transport=transport, base_url="http://test", headers=auth_headers) as http:
             yield http
 
 

@@ -101,8 +101,10 @@ async def test_metrics_port_zero_starts_no_listener() -> None:
         assert bound is None
 
 
-def test_served_process_answers_metrics_on_metrics_port_only(served_url: str, served_metrics_port: int) -> None:
-    assert httpx.get(f"{served_url}{BASE}/1", timeout=5).status_code in (200, 404)
+def test_served_process_answers_metrics_on_metrics_port_only(
+    served_url: str, served_metrics_port: int, auth_headers: dict[str, str]
+) -> None:
+    assert httpx.get(f"{served_url}{BASE}/1", headers=auth_headers, timeout=5).status_code in (200, 404)
     scraped = httpx.get(f"http://127.0.0.1:{served_metrics_port}/metrics", timeout=5)
     assert scraped.status_code == 200
     assert "http_requests_total" in scraped.text

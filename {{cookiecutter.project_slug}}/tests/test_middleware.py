@@ -29,11 +29,12 @@ TEMPLATE = "/{{ cookiecutter.resource_plural }}/{{ '{' }}{{ cookiecutter.resourc
 
 
 @contextmanager
-def serve(database_url: str, log: Path, **env: str) -> Iterator[str]:
+def serve(database_url: str, log: Path, auth_env: dict[str, str], **env: str) -> Iterator[str]:
     """`python -m {{ cookiecutter.package_name }}` on a free port, its stdout (the log) in `log`."""
     port = free_port()
     variables = {
         **os.environ,
+        **auth_env,
         "DATABASE_URL": database_url,
         "PORT": str(port),
         "METRICS_PORT": str(free_port()),
@@ -162,11 +163,13 @@ async def test_a_small_chunked_body_passes(client: httpx.AsyncClient) -> None:
 
 
 def test_every_request_writes_one_json_access_line_with_the_route_template(
-    database_url: str, tmp_path: Path
+    database_url: str, tmp_path: Path, auth_env: dict[str, str], auth_headers: dict[str, str]
 ) -> None:
     log = tmp_path / "server.log"
-    with serve(database_url, log) as base:
-        response = httpx.get(f"{base}{BASE}/987654321", headers={"x-request-id": "line-check-1"})
+    with serve(database_url, log, auth_env) as base:
+        response = httpx.get(
+            f"{base}{BASE}/987654321", headers={"x-request-id": "line-check-1", **auth_headers}
+        )
         assert response.status_code == 404
     lines = [json.loads(line) for line in log.read_text().splitlines() if "line-check-1" in line]
     assert len(lines) == 1
@@ -179,9 +182,11 @@ def test_every_request_writes_one_json_access_line_with_the_route_template(
     assert line["duration_ms"] > 0
 
 
-def test_access_log_errors_mode_skips_successes(database_url: str, tmp_path: Path) -> None:
+def test_access_log_errors_mode_skips_successes(
+    database_url: str, tmp_path: Path, auth_env: dict[str, str]
+) -> None:
     log = tmp_path / "server.log"
-    with serve(database_url, log, ACCESS_LOG="errors") as base:
+    with serve(database_url, log, auth_env, ACCESS_LOG="errors") as base:
         httpx.get(f"{base}/healthz", headers={"x-request-id": "ok-request"})
         httpx.get(f"{base}/nowhere", headers={"x-request-id": "missing-request"})
     text = log.read_text()
@@ -190,9 +195,9 @@ def test_access_log_errors_mode_skips_successes(database_url: str, tmp_path: Pat
 
 
 def test_over_the_concurrency_limit_the_server_answers_a_fast_503_problem(
-    database_url: str, tmp_path: Path
+    database_url: str, tmp_path: Path, auth_env: dict[str, str]
 ) -> None:
-    with serve(database_url, tmp_path / "server.log", LIMIT_CONCURRENCY="2") as base:
+    with serve(database_url, tmp_path / "server.log", auth_env, LIMIT_CONCURRENCY="2") as base:
         port = int(base.rsplit(":", 1)[1])
         # One connection held open (it counts against the limit), then a second one is refused.
         with socket.create_connection(("127.0.0.1", port)) as held:

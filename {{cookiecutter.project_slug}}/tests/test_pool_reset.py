@@ -16,13 +16,13 @@ from {{ cookiecutter.package_name }}.db import Database
 from {{ cookiecutter.package_name }}.settings import Settings
 
 
-async def _single_connection_database(database_url: str) -> Database:
-    settings = Settings(database_url=database_url, app_env="test", pool_min_size=1, pool_max_size=1)
-    return await Database.connect(settings, "pool-reset-test")
+async def _single_connection_database(settings: Settings) -> Database:
+    single = settings.model_copy(update={"pool_min_size": 1, "pool_max_size": 1})
+    return await Database.connect(single, "pool-reset-test")
 
 
-async def test_release_sends_no_reset_query(database_url: str) -> None:
-    database = await _single_connection_database(database_url)
+async def test_release_sends_no_reset_query(settings: Settings) -> None:
+    database = await _single_connection_database(settings)
     try:
         async with database.connection() as connection:
             assert connection.get_reset_query() == ""
@@ -33,8 +33,8 @@ async def test_release_sends_no_reset_query(database_url: str) -> None:
         await database.close()
 
 
-async def test_a_connection_released_inside_a_transaction_is_rolled_back(database_url: str) -> None:
-    database = await _single_connection_database(database_url)
+async def test_a_connection_released_inside_a_transaction_is_rolled_back(settings: Settings) -> None:
+    database = await _single_connection_database(settings)
     name = "left in an open transaction"
     try:
         async with database.connection() as connection:

@@ -12,6 +12,7 @@ from fastapi.dependencies.utils import solve_dependencies
 
 from {{ cookiecutter.package_name }}.{{ cookiecutter.resource_plural }} import routes
 from {{ cookiecutter.package_name }}.app import create_app
+from {{ cookiecutter.package_name }}.errors import install_error_handlers
 from {{ cookiecutter.package_name }}.routing import FastRoute
 from {{ cookiecutter.package_name }}.settings import Settings
 
@@ -37,7 +38,7 @@ def _five_requests(prefix: str, item_id: int) -> list[tuple[str, str, dict[str, 
 
 
 @pytest.fixture
-async def guarded_client(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
+async def guarded_client(settings: Settings, auth_headers: dict[str, str]) -> AsyncIterator[httpx.AsyncClient]:
     """The real app, plus the resource router mounted again under /guarded inside a router whose
     dependency refuses everyone: the way an auth guard is added around existing routes."""
     app = create_app(settings)
@@ -46,7 +47,7 @@ async def guarded_client(settings: Settings) -> AsyncIterator[httpx.AsyncClient]
     app.include_router(guard, prefix="/guarded")
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
+        async with httpx.AsyncClient(transport=transport, base_url="http://test", headers=auth_headers) as http:
             yield http
 
 
@@ -122,13 +123,13 @@ def standard_handler_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 async def test_every_route_runs_the_fast_handler(
-    settings: Settings, standard_handler_calls: list[str]
+    settings: Settings, standard_handler_calls: list[str], auth_headers: dict[str, str]
 ) -> None:
     # A fresh app: its routes' handlers are built after the standard one started counting.
     app = create_app(settings)
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
+        async with httpx.AsyncClient(transport=transport, base_url="http://test", headers=auth_headers) as http:
             item_id = (await http.post(BASE, json=NEW)).json()["id"]
             statuses = [
                 (await http.request(method, url, **extra)).status_code
@@ -182,6 +183,7 @@ async def test_scope_route_is_the_route_fastapi_matched() -> None:
         seen.append(request.scope["route"])
 
     app = FastAPI()
+    install_error_handlers(app)  # a route's own dependencies (auth) may refuse: a 4xx, not a raise
     router = APIRouter(route_class=FastRoute, dependencies=[Depends(record)])
     router.include_router(routes.router)
     app.include_router(router)

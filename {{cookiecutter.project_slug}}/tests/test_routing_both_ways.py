@@ -101,7 +101,9 @@ def _standard_handler(self: FastRoute) -> Any:
 
 
 @pytest.fixture(scope="module")
-async def both(settings: Settings) -> AsyncIterator[tuple[httpx.AsyncClient, httpx.AsyncClient]]:
+async def both(
+    settings: Settings, auth_headers: dict[str, str]
+) -> AsyncIterator[tuple[httpx.AsyncClient, httpx.AsyncClient]]:
     async with AsyncExitStack() as stack:
         fast_app = create_app(settings)
         await stack.enter_async_context(fast_app.router.lifespan_context(fast_app))
@@ -110,16 +112,16 @@ async def both(settings: Settings) -> AsyncIterator[tuple[httpx.AsyncClient, htt
             patch.setattr(FastRoute, "get_route_handler", _standard_handler)
             standard_app = create_app(settings)
             await stack.enter_async_context(standard_app.router.lifespan_context(standard_app))
-        fast = await stack.enter_async_context(_client_of(fast_app))
-        standard = await stack.enter_async_context(_client_of(standard_app))
+        fast = await stack.enter_async_context(_client_of(fast_app, auth_headers))
+        standard = await stack.enter_async_context(_client_of(standard_app, auth_headers))
         for _ in range(25):  # rows enough that the first page is the same for both
             await fast.post(BASE, content=VALID, headers=JSON)
         await _check_each_runs_its_handler(fast, standard)
         yield fast, standard
 
 
-def _client_of(app: FastAPI) -> httpx.AsyncClient:
-    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t")
+def _client_of(app: FastAPI, headers: dict[str, str]) -> httpx.AsyncClient:
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t", headers=headers)
 
 
 async def _check_each_runs_its_handler(fast: httpx.AsyncClient, standard: httpx.AsyncClient) -> None:

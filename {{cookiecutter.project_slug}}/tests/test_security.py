@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
@@ -30,10 +31,15 @@ def assert_reveals_nothing(response: httpx.Response) -> None:
 
 
 @pytest.fixture(scope="module")
-async def starved_app(database_url: str) -> AsyncIterator[FastAPI]:
+async def starved_app(database_url: str, auth_settings: dict[str, Any]) -> AsyncIterator[FastAPI]:
     """An app whose only connection the test can hold, so that the next request must time out."""
     settings = Settings(
-        database_url=database_url, app_env="test", pool_min_size=1, pool_max_size=1, pool_acquire_timeout=0.2
+        database_url=database_url,
+        app_env="test",
+        pool_min_size=1,
+        pool_max_size=1,
+        pool_acquire_timeout=0.2,
+        **auth_settings,
     )
     application = create_app(settings)
     async with application.router.lifespan_context(application):
@@ -56,10 +62,12 @@ async def test_error_responses_reveal_no_stack_trace_sql_or_library(client: http
         assert_reveals_nothing(response)
 
 
-async def test_saturated_pool_answers_503_with_retry_after_and_no_internals(starved_app: FastAPI) -> None:
+async def test_saturated_pool_answers_503_with_retry_after_and_no_internals(
+    starved_app: FastAPI, auth_headers: dict[str, str]
+) -> None:
     transport = httpx.ASGITransport(app=starved_app)
     async with (
-        httpx.AsyncClient(transport=transport, base_url="http://test") as http,
+        httpx.AsyncClient(transport=transport, base_url="http://test", headers=auth_headers) as http,
         starved_app.state.db.pool.acquire(),
     ):
         response = await http.get(f"{BASE}/1")
@@ -158,14 +166,16 @@ def _with_password(url: str, password: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{user}:{password}@{parts.hostname}:{parts.port or 5432}"))
 
 
-def test_password_is_masked_in_log_lines_and_tracebacks_of_the_real_logger(database_url: str) -> None:
+def test_password_is_masked_in_log_lines_and_tracebacks_of_the_real_logger(
+    database_url: str, auth_settings: dict[str, Any]
+) -> None:
     password = "canary-" + secrets.token_hex(8)
     url = _with_password(database_url, password)
     script = (
         "import structlog\n"
         "from {{ cookiecutter.package_name }}.observability.logging import configure_logging\n"
         "from {{ cookiecutter.package_name }}.settings import Settings\n"
-        f"settings = Settings(database_url={url!r}, app_env='prod')\n"
+        f"settings = Settings(database_url={url!r}, app_env='prod', **{auth_settings!r})\n"
         "configure_logging(settings)\n"
         "log = structlog.get_logger()\n"
         "log.info('connecting', dsn=settings.dsn, raw=settings.dsn.split('@')[0])\n"
@@ -183,7 +193,9 @@ def test_password_is_masked_in_log_lines_and_tracebacks_of_the_real_logger(datab
 
 
 @pytest.mark.parametrize("reachable", [True, False], ids=["database-up", "database-down"])
-def test_served_process_never_logs_the_database_password(database_url: str, reachable: bool) -> None:
+def test_served_process_never_logs_the_database_password(
+    database_url: str, reachable: bool, auth_env: dict[str, str]
+) -> None:
     password = "canary-" + secrets.token_hex(8)
     url = _with_password(database_url, password)
     if not reachable:
@@ -191,6 +203,7 @@ def test_served_process_never_logs_the_database_password(database_url: str, reac
     port = free_port()
     env = {
         **os.environ,
+        **auth_env,
         "DATABASE_URL": url,
         "PORT": str(port),
         "METRICS_PORT": str(free_port()),

@@ -18,8 +18,8 @@ from {{ cookiecutter.package_name }}.server import http_config
 from {{ cookiecutter.package_name }}.settings import Settings
 
 
-def test_served_process_creates_and_reads_over_tcp(served_url: str) -> None:
-    with httpx.Client(base_url=served_url) as http:
+def test_served_process_creates_and_reads_over_tcp(served_url: str, auth_headers: dict[str, str]) -> None:
+    with httpx.Client(base_url=served_url, headers=auth_headers) as http:
         created = http.post("/{{ cookiecutter.resource_plural }}", json={"name": "over tcp", "price_cents": 5})
         assert created.status_code == 201
         fetched = http.get(created.headers["location"])
@@ -28,8 +28,8 @@ def test_served_process_creates_and_reads_over_tcp(served_url: str) -> None:
     assert "server" not in fetched.headers
 
 
-def test_head_answers_the_headers_of_get_without_the_body(served_url: str) -> None:
-    with httpx.Client(base_url=served_url) as http:
+def test_head_answers_the_headers_of_get_without_the_body(served_url: str, auth_headers: dict[str, str]) -> None:
+    with httpx.Client(base_url=served_url, headers=auth_headers) as http:
         location = http.post("/{{ cookiecutter.resource_plural }}", json={"name": "head", "price_cents": 5}).headers["location"]
         got, head = http.get(location), http.head(location)
     assert head.status_code == 200

@@ -4,11 +4,15 @@ import asyncio
 import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
+from typing import TYPE_CHECKING
 
 import structlog
 from fastapi import FastAPI
 
 from . import __version__, health
+{%- if cookiecutter.auth == "jwt" %}
+from .auth import verifying_tokens
+{%- endif %}
 from .{{ cookiecutter.resource_plural }} import routes as {{ cookiecutter.resource_plural }}
 from .db import Database
 from .errors import install_error_handlers
@@ -17,6 +21,9 @@ from .observability.logging import configure_logging
 from .observability.metrics import Metrics
 from .routing import build_route_handlers
 from .settings import Settings
+
+if TYPE_CHECKING:
+    from .observability.tracing import Tracing
 
 APPLICATION_NAME = "{{ cookiecutter.project_slug }}"
 logger = structlog.get_logger(__name__)
@@ -33,13 +40,25 @@ def _tune_gc() -> None:
     gc.set_threshold(50_000, 20, 100)
 
 
+def _tracing(settings: Settings) -> "Tracing | None":
+    if not settings.tracing:
+        return None
+    # Only here: with TRACING off, OpenTelemetry (an optional extra) is never imported.
+    from .observability.tracing import Tracing  # noqa: PLC0415
+
+    return Tracing(settings)
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
     configure_logging(settings)
     metrics = Metrics()
+    tracing = _tracing(settings)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if tracing is not None:
+            tracing.start()
         app.state.db = await Database.connect(
             settings, APPLICATION_NAME, on_acquire_wait=metrics.acquire_wait.observe
         )
@@ -49,22 +68,31 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         loop_lag = asyncio.create_task(metrics.watch_loop_lag())
         _tune_gc()
         try:
+{%- if cookiecutter.auth == "jwt" %}
+            async with verifying_tokens(settings) as verifier:
+                app.state.token_verifier = verifier
+                yield
+{%- else %}
             yield
+{%- endif %}
         finally:
             loop_lag.cancel()
             with suppress(asyncio.CancelledError):
                 await loop_lag
             await app.state.db.close()
             logger.info("pool_closed")
+            if tracing is not None:
+                tracing.stop()
 
     app = FastAPI(
         title="{{ cookiecutter.project_name }}",
         description="{{ cookiecutter.description }}",
         version=__version__,
         lifespan=lifespan,
-        middleware=middleware_stack(settings, metrics),
+        middleware=middleware_stack(settings, metrics, tracing),
         # FastAPI's built-in OpenTelemetry checks the global providers on every request when on
-        # (2 % of a by-id request, py-spy); this service exports Prometheus metrics instead.
+        # (2 % of a by-id request, py-spy); this service exports Prometheus metrics instead, and
+        # TRACING=true traces through observability/tracing.py with a provider of its own.
         telemetry={"tracing": False, "metrics": False, "logs": False},
         # Off in production unless DOCS_IN_PROD: the schema maps every route for whoever asks.
         openapi_url="/openapi.json" if settings.docs_served else None,
@@ -73,6 +101,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.settings = settings
     app.state.metrics = metrics
+    app.state.tracing = tracing
     install_error_handlers(app)
     # Resources first: FastAPI tries included routers in order, and the hot paths should not
     # pay for matching the probes' router on every request.

@@ -46,6 +46,8 @@ _ALWAYS = {
     "503": "The database is unavailable or saturated, or the server is at its concurrency "
     "limit; see Retry-After",
 }
+_SECURED = {"401": "No credentials, or invalid ones; see WWW-Authenticate"}
+_SCOPED = {"403": "The credentials lack the scope this operation needs"}
 _RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait.", "schema": {"type": "string"}}}
 
 
@@ -96,6 +98,8 @@ def _document(operation: dict[str, Any]) -> None:
     added = {**_ALWAYS}
     if "requestBody" in operation or any(p.get("in") == "header" for p in operation.get("parameters", [])):
         added = {**_WITH_BODY, **added}
+    for requirement in operation.get("security", []):
+        added = {**_SECURED, **(_SCOPED if any(requirement.values()) else {}), **added}
     for status, description in added.items():
         responses.setdefault(status, {"description": description})
     for status, response in responses.items():

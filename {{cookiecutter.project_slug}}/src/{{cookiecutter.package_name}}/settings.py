@@ -1,10 +1,24 @@
 """The one Settings class: read from the environment once, at start-up, and passed down."""
 
 import ipaddress
-from typing import Literal, Self
+import os
+from pathlib import Path
+from typing import Annotated, Literal, Self
 
-from pydantic import Field, PostgresDsn, ValidationError, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import {% if cookiecutter.auth == "jwt" %}AnyHttpUrl, {% endif %}Field, PostgresDsn, ValidationError, field_validator, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SecretsSettingsSource,
+    SettingsConfigDict,
+)
+
+# A file per setting, named after its variable (DATABASE_URL, ...): a Kubernetes Secret mounted as
+# a volume. The environment wins over a file; a missing folder is no error.
+SECRETS_DIR = "/run/secrets"
+# A comma-separated list in the environment, e.g. CORS_ALLOW_ORIGINS=https://a.example,https://b.example
+CommaList = Annotated[list[str], NoDecode]
 
 
 class Settings(BaseSettings):
@@ -115,6 +129,132 @@ class Settings(BaseSettings):
         1.0, ge=0, le=1, description="Fraction of successful requests logged when ACCESS_LOG=all."
     )
 
+    secrets_dir: Path = Field(
+        Path(SECRETS_DIR),
+        description="Folder of files named after settings (DATABASE_URL, ...) read when the "
+        "variable is unset: a Secret mounted as files. Only from the environment.",
+    )
+
+    # CORS: no layer at all unless origins are listed.
+    cors_allow_origins: CommaList = Field(
+        [], description="Comma-separated origins allowed to call the API from a browser; empty = no CORS."
+    )
+    cors_allow_methods: CommaList = Field(
+        ["GET", "POST", "PATCH", "DELETE"], description="Methods a cross-origin request may use."
+    )
+    cors_allow_headers: CommaList = Field(
+        ["Content-Type", "If-Match", "X-Request-ID"{% if cookiecutter.auth == "api_key" %}, "X-API-Key"{% elif cookiecutter.auth == "jwt" %}, "Authorization"{% endif %}],
+        description="Request headers a cross-origin request may send.",
+    )
+    cors_max_age: int = Field(
+        600, ge=0, le=86_400, description="Seconds a browser may cache a preflight answer."
+    )
+
+    # Tracing: OpenTelemetry from the `tracing` extra, not even imported while off. The exporter
+    # reads the other OTEL_* variables itself (OTEL_EXPORTER_OTLP_ENDPOINT, ..._HEADERS, ...).
+    tracing: bool = Field(
+        False, description="Trace requests and database calls with OpenTelemetry (extra `tracing`)."
+    )
+    otel_service_name: str = Field(
+        "{{ cookiecutter.project_slug }}", description="service.name of the traces."
+    )
+    otel_traces_sampler: Literal[
+        "parentbased_traceidratio",
+        "traceidratio",
+        "parentbased_always_on",
+        "always_on",
+        "parentbased_always_off",
+        "always_off",
+    ] = Field(
+        "parentbased_traceidratio",
+        description="Which requests are traced; parentbased_* follow a sampled traceparent.",
+    )
+    otel_traces_sampler_arg: float = Field(
+        0.1, ge=0, le=1, description="Fraction of new traces kept by the *traceidratio samplers."
+    )
+    otel_traces_exporter: Literal["otlp", "none"] = Field(
+        "otlp", description="otlp sends spans over HTTP to OTEL_EXPORTER_OTLP_ENDPOINT."
+    )
+{%- if cookiecutter.auth == "api_key" %}
+
+    # Authentication (auth=api_key): the X-API-Key header.
+    api_key_hashes: CommaList = Field(
+        [],
+        description="Comma-separated SHA-256 hex digests of the accepted API keys (several at once "
+        "for rotation); required unless APP_ENV=dev.",
+    )
+{%- elif cookiecutter.auth == "jwt" %}
+
+    # Authentication (auth=jwt): bearer tokens of an OIDC issuer, verified against its JWKS.
+    jwt_issuer: str | None = Field(
+        None, description="The tokens' iss, exactly; required unless APP_ENV=dev."
+    )
+    jwt_audience: str | None = Field(
+        None, description="The aud a token must name; required unless APP_ENV=dev."
+    )
+    jwt_jwks_url: AnyHttpUrl | None = Field(
+        None, description="The issuer's JWKS (jwks_uri); required unless APP_ENV=dev."
+    )
+    jwt_read_scope: str = Field(
+        "{{ cookiecutter.resource_plural }}:read", description="Scope a token needs to read."
+    )
+    jwt_write_scope: str = Field(
+        "{{ cookiecutter.resource_plural }}:write",
+        description="Scope a token needs to create, change or delete.",
+    )
+    jwt_leeway_seconds: int = Field(
+        30, ge=0, le=300, description="Clock skew allowed on exp and nbf."
+    )
+    jwt_cache_size: int = Field(
+        4096,
+        ge=0,
+        le=1_000_000,
+        description="Verified tokens kept until their exp, so a repeated token skips the "
+        "signature check; 0 = off.",
+    )
+    jwks_refresh_seconds: float = Field(
+        600, ge=10, le=86_400, description="Seconds between background refreshes of the JWKS."
+    )
+    jwks_min_refresh_seconds: float = Field(
+        30,
+        ge=0,
+        le=3600,
+        description="At most one refresh per this many seconds for tokens naming an unknown kid.",
+    )
+    jwks_timeout: float = Field(5, gt=0, le=60, description="Seconds to fetch the JWKS.")
+{%- endif %}
+
+    @field_validator("secrets_dir")
+    @classmethod
+    def _check_secrets_dir(cls, value: Path) -> Path:
+        # The default folder may be absent (no Secret mounted); a folder named on purpose may not.
+        if value != Path(SECRETS_DIR) and not value.is_dir():
+            raise ValueError(f"{value} is not a folder")
+        return value
+
+    @field_validator(
+        "cors_allow_origins",
+        "cors_allow_methods",
+        "cors_allow_headers",{% if cookiecutter.auth == "api_key" %}
+        "api_key_hashes",{% endif %}
+        mode="before",
+    )
+    @classmethod
+    def _split_commas(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [item.strip() for item in value.split(",") if item.strip()]
+        return value
+{%- if cookiecutter.auth == "api_key" %}
+
+    @field_validator("api_key_hashes")
+    @classmethod
+    def _check_digests(cls, value: list[str]) -> list[str]:
+        digests = [item.lower() for item in value]
+        if any(len(item) != 64 or set(item) - set("0123456789abcdef") for item in digests):
+            raise ValueError("each entry must be a SHA-256 hex digest (64 hex digits)")
+        return digests
+{%- endif %}
+
     @field_validator("forwarded_allow_ips")
     @classmethod
     def _check_proxies(cls, value: str) -> str:
@@ -131,7 +271,33 @@ class Settings(BaseSettings):
             raise ValueError("METRICS_PORT must differ from PORT: metrics stay off the traffic port")
         if self.database_url is None and self.app_env != "dev":
             raise ValueError("DATABASE_URL is required unless APP_ENV=dev")
+{%- if cookiecutter.auth == "api_key" %}
+        if not self.api_key_hashes and self.app_env != "dev":
+            raise ValueError("API_KEY_HASHES is required unless APP_ENV=dev")
+{%- elif cookiecutter.auth == "jwt" %}
+        missing = [
+            name.upper()
+            for name in ("jwt_issuer", "jwt_audience", "jwt_jwks_url")
+            if getattr(self, name) is None
+        ]
+        if missing and self.app_env != "dev":
+            raise ValueError(f"{', '.join(missing)} required unless APP_ENV=dev")
+{%- endif %}
         return self
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        # Arguments first, then the environment, then a file per setting in SECRETS_DIR.
+        folder = Path(os.environ.get("SECRETS_DIR", SECRETS_DIR))
+        files = (SecretsSettingsSource(settings_cls, secrets_dir=folder),) if folder.is_dir() else ()
+        return init_settings, env_settings, *files
 
     @property
     def docs_served(self) -> bool:

@@ -4,6 +4,9 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
+{%- if cookiecutter.auth != "none" %}
+from ..auth import READ, WRITE
+{%- endif %}
 from .. import conditional
 from ..conditional import IfMatch, IfNoneMatch
 from ..db import Database, Record
@@ -71,6 +74,9 @@ def _not_found({{ cookiecutter.resource }}_id: int) -> ProblemError:
     status_code=201,
     response_model={{ cookiecutter.__resource_class }},
     summary="Create {{ cookiecutter.__resource_article }} {{ cookiecutter.resource }}",
+{%- if cookiecutter.auth != "none" %}
+    dependencies=WRITE,
+{%- endif %}
 )
 async def create_{{ cookiecutter.resource }}(body: {{ cookiecutter.__resource_class }}Create, request: Request) -> Response:
     async with _db(request).connection() as connection:
@@ -84,6 +90,9 @@ async def create_{{ cookiecutter.resource }}(body: {{ cookiecutter.__resource_cl
     response_model={{ cookiecutter.__resource_class }},
     responses={**_NOT_FOUND, 304: {"description": "If-None-Match names the current ETag"}},
     summary="Get {{ cookiecutter.__resource_article }} {{ cookiecutter.resource }} by id",
+{%- if cookiecutter.auth != "none" %}
+    dependencies=READ,
+{%- endif %}
 )
 async def get_{{ cookiecutter.resource }}(
     {{ cookiecutter.resource }}_id: {{ cookiecutter.__resource_class }}Id, request: Request, if_none_match: IfNoneMatch = None
@@ -103,6 +112,9 @@ async def get_{{ cookiecutter.resource }}(
     response_model={{ cookiecutter.__resource_class }}Page,
     summary="List {{ cookiecutter.resource_plural }} by id, one keyset page at a time",
     description=_KEYSET_GUARANTEE,
+{%- if cookiecutter.auth != "none" %}
+    dependencies=READ,
+{%- endif %}
 )
 async def list_{{ cookiecutter.resource_plural }}(
     request: Request,
@@ -119,6 +131,9 @@ async def list_{{ cookiecutter.resource_plural }}(
     response_model={{ cookiecutter.__resource_class }},
     responses={**_NOT_FOUND, **_CONDITIONAL},
     summary="Update some fields of {{ cookiecutter.__resource_article }} {{ cookiecutter.resource }}",
+{%- if cookiecutter.auth != "none" %}
+    dependencies=WRITE,
+{%- endif %}
 )
 async def update_{{ cookiecutter.resource }}(
     {{ cookiecutter.resource }}_id: {{ cookiecutter.__resource_class }}Id,
@@ -145,6 +160,9 @@ async def update_{{ cookiecutter.resource }}(
     status_code=204,
     responses={**_NOT_FOUND, **_CONDITIONAL},
     summary="Delete {{ cookiecutter.__resource_article }} {{ cookiecutter.resource }}",
+{%- if cookiecutter.auth != "none" %}
+    dependencies=WRITE,
+{%- endif %}
 )
 async def delete_{{ cookiecutter.resource }}(
     {{ cookiecutter.resource }}_id: {{ cookiecutter.__resource_class }}Id, request: Request, if_match: IfMatch = None

@@ -1,0 +1,162 @@
+"""The price of authentication and tracing: the generated service with each one on, side by side.
+
+Bakes the service with auth=none, api_key and jwt, serves each variant below pinned to core 0
+(PostgreSQL, wrk and the JWKS server on core 1), seeds the same rows, and drives them in
+interleaved, rotated rounds with the same wrk workload (default: GET by id). Prints requests per
+second per variant (median of the rounds) and the ratio to `off`, and writes them as JSON.
+
+  off             auth=none, tracing off: the reference
+  api_key         auth=api_key, X-API-Key on every request
+  jwt             auth=jwt, one RS256 bearer token on every request, JWT_CACHE_SIZE=0
+  jwt_cached      the same with the verified-token cache (the default, 4096)
+  tracing_0.1     auth=none, TRACING=true, 10 % of traces sampled (the default), no exporter
+  tracing_1.0     the same with every request sampled
+
+Spans are made but not exported (OTEL_TRACES_EXPORTER=none): the price measured is the service's,
+not a collector's. Run: `.venv/bin/python bench/features.py` (about 3 minutes).
+"""
+
+import argparse
+import asyncio
+import hashlib
+import importlib.util
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.run import LOAD_CORE, POOL_SIZE, SERVER_CORE, WRK, _prepare  # noqa: E402
+from tests.baking import bake, load_module, tool_env  # noqa: E402
+
+API_KEY = "bench-api-key-0123456789"
+VARIANTS: dict[str, tuple[str, dict[str, str]]] = {
+    "off": ("none", {}),
+    "api_key": ("api_key", {"API_KEY_HASHES": hashlib.sha256(API_KEY.encode()).hexdigest()}),
+    "jwt": ("jwt", {"JWT_CACHE_SIZE": "0"}),
+    "jwt_cached": ("jwt", {}),
+    "tracing_0.1": ("none", {"TRACING": "true", "OTEL_TRACES_EXPORTER": "none"}),
+    "tracing_1.0": ("none", {"TRACING": "true", "OTEL_TRACES_EXPORTER": "none", "OTEL_TRACES_SAMPLER_ARG": "1"}),
+}
+
+
+def _issuer(project: Path) -> Any:
+    """The jwt bake's own test issuer (tests/issuer.py): keys, tokens and a JWKS server."""
+    spec = importlib.util.spec_from_file_location("bench_issuer", project / "tests" / "issuer.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.Issuer()
+
+
+def _start(project: Path, env: dict[str, str], port: int, log: Path) -> subprocess.Popen[bytes]:
+    variables = tool_env(project, PORT=str(port), POOL_MIN_SIZE=str(POOL_SIZE), POOL_MAX_SIZE=str(POOL_SIZE),
+                         APP_ENV="prod", **env)  # fmt: skip
+    command = ["taskset", "-c", str(SERVER_CORE), sys.executable, "-m", "inventory_service"]
+    process = subprocess.Popen(command, cwd=project, env=variables, stdout=log.open("wb"), stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 60
+    while True:  # polling a starting process: there is no event to wait on
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                return process
+        except httpx.TransportError:
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            raise RuntimeError(f"did not start; see {log}")
+        time.sleep(0.1)
+
+
+def _wrk(base: str, headers: dict[str, str], args: argparse.Namespace, duration: int) -> float:
+    script = f"ROWS = {args.rows}\n" + (WRK / f"{args.workload}.lua").read_text() + (WRK / "report.lua").read_text()
+    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as handle:
+        handle.write(script)
+    flags = [item for name, value in headers.items() for item in ("-H", f"{name}: {value}")]
+    try:
+        result = subprocess.run(["wrk", "-t1", f"-c{args.connections}", f"-d{duration}s", *flags, "-s", handle.name, base],
+                                capture_output=True, text=True, check=True, timeout=duration + 30)  # fmt: skip
+    finally:
+        os.unlink(handle.name)
+    raw = json.loads(next(line for line in result.stdout.splitlines() if line.startswith("WRK_JSON ")).removeprefix("WRK_JSON "))
+    if raw["non_2xx"] or raw["socket_errors"]:
+        raise RuntimeError(f"{base}: {raw['non_2xx']} non-2xx answers, {raw['socket_errors']} socket errors")
+    return float(raw["requests"] / (raw["duration_us"] / 1e6))
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    os.sched_setaffinity(0, {LOAD_CORE})  # PostgreSQL, wrk and the JWKS server inherit core 1
+    work = Path(tempfile.mkdtemp(prefix="bench-features-", dir=args.workdir))
+    projects = {auth: bake(work / auth, auth=auth) for auth in ("none", "api_key", "jwt")}
+    devdb = load_module(projects["none"], "inventory_service", "devdb")
+    processes: list[subprocess.Popen[bytes]] = []
+    with devdb.ThrowawayPostgres(work / "pgdata") as postgres, _issuer(projects["jwt"]) as issuer:
+        migrate = subprocess.run([sys.executable, "-m", "alembic", "upgrade", "head"], cwd=projects["none"],
+                                 env=tool_env(projects["none"], DATABASE_URL=postgres.url), capture_output=True, check=False)  # fmt: skip
+        assert migrate.returncode == 0, migrate.stderr
+        asyncio.run(_prepare(postgres.url, args.rows))
+        jwt_env = {name.upper(): str(value) for name, value in issuer.settings().items()}
+        token = issuer.token(scope="items:read items:write", lifetime=3600)
+        headers = {"api_key": {"X-API-Key": API_KEY}, "jwt": {"Authorization": f"Bearer {token}"}, "none": {}}
+        bases: dict[str, str] = {}
+        try:
+            for name in args.variants:
+                auth, env = VARIANTS[name]
+                port = devdb.free_port()
+                env = {"DATABASE_URL": postgres.url, **(jwt_env if auth == "jwt" else {}), **env}
+                processes.append(_start(projects[auth], env, port, work / f"{name}.log"))
+                bases[name] = f"http://127.0.0.1:{port}"
+            for name in args.variants:  # warm-up, and a check that every answer is a 2xx
+                _wrk(bases[name], headers[VARIANTS[name][0]], args, args.warmup)
+            rps: dict[str, list[float]] = {name: [] for name in args.variants}
+            for round_ in range(args.rounds):
+                shift = round_ % len(args.variants)
+                for name in args.variants[shift:] + args.variants[:shift]:
+                    rps[name].append(_wrk(bases[name], headers[VARIANTS[name][0]], args, args.duration))
+                    print(f"round {round_ + 1} {name:12} {rps[name][-1]:8.0f} rps", flush=True)
+        finally:
+            for process in processes:
+                process.terminate()
+                process.wait(timeout=30)
+    medians = {name: statistics.median(values) for name, values in rps.items()}
+    reference = medians.get("off")
+    return {
+        "workload": args.workload,
+        "settings": {key: getattr(args, key) for key in ("duration", "warmup", "rounds", "connections", "rows")},
+        "runs": rps,
+        "median_rps": medians,
+        "ratio_to_off": {name: value / reference for name, value in medians.items()} if reference else {},
+        "us_per_request_over_off": {name: 1e6 / value - 1e6 / reference for name, value in medians.items()} if reference else {},
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
+    parser.add_argument("--workload", default="by_id", choices=("by_id", "page"))
+    parser.add_argument("--duration", type=int, default=5, help="seconds per timed run")
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--connections", type=int, default=32)
+    parser.add_argument("--rows", type=int, default=100_000)
+    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parents[1] / "docs" / "bench" / "features.json")
+    parser.add_argument("--workdir", type=Path, default=None)
+    args = parser.parse_args()
+    results = run(args)
+    args.out.write_text(json.dumps(results, indent=2) + "\n")
+    print("| Variant | Median rps | Ratio to off | us per request over off |\n|---|---|---|---|")
+    for name, value in results["median_rps"].items():
+        ratio = results["ratio_to_off"].get(name, float("nan"))
+        extra = results["us_per_request_over_off"].get(name, float("nan"))
+        print(f"| {name} | {value:.0f} | {ratio:.3f} | {extra:+.0f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

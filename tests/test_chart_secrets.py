@@ -1,0 +1,34 @@
+"""The chart can hand the database Secret to the service as files (secrets.asFiles) instead of an
+environment variable; the service reads it from SECRETS_DIR (/run/secrets)."""
+
+from pathlib import Path
+from typing import Any
+
+from .charting import find, render, validate
+
+
+def _pod(objects: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
+    spec = find(objects, "Deployment")["spec"]["template"]["spec"]
+    (container,) = spec["containers"]
+    return spec, container
+
+
+def test_by_default_the_database_url_is_an_environment_variable_and_no_secret_is_mounted(chart: Path) -> None:
+    spec, container = _pod(render(chart, {"database": {"url": "postgresql://app:pw@db/app"}}))
+    assert "DATABASE_URL" in [variable["name"] for variable in container["env"]]
+    assert "secrets" not in [volume["name"] for volume in spec["volumes"]]
+
+
+def test_as_files_the_secret_is_mounted_read_only_where_the_service_looks_and_left_out_of_the_environment(
+    chart: Path,
+) -> None:
+    values = {"secrets": {"asFiles": True}, "database": {"existingSecret": "prod-db", "existingSecretKey": "url"}}
+    objects = render(chart, values)
+    spec, container = _pod(objects)
+    assert "DATABASE_URL" not in [variable["name"] for variable in container["env"]]
+    (mount,) = [item for item in container["volumeMounts"] if item["name"] == "secrets"]
+    assert mount == {"name": "secrets", "mountPath": "/run/secrets", "readOnly": True}
+    (volume,) = [item for item in spec["volumes"] if item["name"] == "secrets"]
+    assert volume["secret"]["secretName"] == "prod-db"
+    assert volume["secret"]["items"] == [{"key": "url", "path": "DATABASE_URL"}]
+    validate(find(objects, "Deployment"))

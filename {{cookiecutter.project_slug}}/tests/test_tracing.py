@@ -1,0 +1,122 @@
+"""Tracing (TRACING=true, the `tracing` extra): spans per request and per database call, collected
+by an in-memory exporter; W3C traceparent honoured; the tracing SDK not even loaded while off."""
+
+import json
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind
+
+from {{ cookiecutter.package_name }}.app import create_app
+from {{ cookiecutter.package_name }}.settings import Settings
+
+from .test_middleware import serve
+
+BASE = "/{{ cookiecutter.resource_plural }}"
+TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
+SAMPLED_PARENT = {"traceparent": f"00-{TRACE_ID}-00f067aa0ba902b7-01"}
+
+
+@pytest.fixture(scope="module")
+async def traced(
+    database_url: str, auth_settings: dict[str, Any], auth_headers: dict[str, str]
+) -> AsyncIterator[tuple[httpx.AsyncClient, InMemorySpanExporter]]:
+    """An app that samples no new trace (ratio 0) but follows a sampled parent."""
+    settings = Settings(
+        database_url=database_url,
+        app_env="test",
+        tracing=True,
+        otel_traces_exporter="none",
+        otel_traces_sampler_arg=0.0,
+        **auth_settings,
+    )
+    app = create_app(settings)
+    exporter = InMemorySpanExporter()
+    app.state.tracing.provider.add_span_processor(SimpleSpanProcessor(exporter))
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://test", headers=auth_headers) as client:
+            yield client, exporter
+
+
+def _spans(exporter: InMemorySpanExporter) -> list[ReadableSpan]:
+    spans = list(exporter.get_finished_spans())
+    exporter.clear()
+    return spans
+
+
+async def test_a_sampled_traceparent_gets_one_request_span_and_one_per_database_call(
+    traced: tuple[httpx.AsyncClient, InMemorySpanExporter],
+) -> None:
+    client, exporter = traced
+    _spans(exporter)
+    response = await client.post(BASE, json={"name": "traced", "price_cents": 1}, headers=SAMPLED_PARENT)
+    assert response.status_code == 201
+    spans = _spans(exporter)
+    (server,) = [span for span in spans if span.kind is SpanKind.SERVER]
+    database = [span for span in spans if span.kind is SpanKind.CLIENT]
+    assert len(spans) == 2  # no receive/send spans
+    assert len(database) == 1
+    request, query = server.context, database[0].context
+    assert request is not None
+    assert query is not None
+    assert format(request.trace_id, "032x") == TRACE_ID
+    assert server.parent is not None
+    assert format(server.parent.span_id, "016x") == "00f067aa0ba902b7"
+    assert database[0].parent is not None
+    assert database[0].parent.span_id == request.span_id
+    assert dict(server.attributes or {})["http.status_code"] == 201
+    assert "INSERT" in str(dict(database[0].attributes or {})["db.statement"])
+
+
+async def test_the_ratio_sampler_at_zero_records_no_new_trace(
+    traced: tuple[httpx.AsyncClient, InMemorySpanExporter],
+) -> None:
+    client, exporter = traced
+    _spans(exporter)
+    assert (await client.get(BASE)).status_code == 200
+    assert _spans(exporter) == []
+
+
+async def test_probes_are_not_traced(traced: tuple[httpx.AsyncClient, InMemorySpanExporter]) -> None:
+    client, exporter = traced
+    _spans(exporter)
+    await client.get("/healthz", headers=SAMPLED_PARENT)
+    assert _spans(exporter) == []
+
+
+def test_the_access_log_line_carries_the_trace_id(
+    database_url: str, tmp_path: Path, auth_env: dict[str, str], auth_headers: dict[str, str]
+) -> None:
+    log = tmp_path / "server.log"
+    env = {"TRACING": "true", "OTEL_TRACES_EXPORTER": "none"}
+    with serve(database_url, log, auth_env, **env) as base:
+        headers = {**auth_headers, **SAMPLED_PARENT, "x-request-id": "traced-line"}
+        assert httpx.get(f"{base}{BASE}", headers=headers).status_code == 200
+    (line,) = [json.loads(line) for line in log.read_text().splitlines() if "traced-line" in line]
+    assert line["trace_id"] == TRACE_ID
+
+
+@pytest.mark.parametrize("tracing", [False, True])
+def test_the_tracing_sdk_and_instrumentation_are_imported_only_when_tracing_is_on(tracing: bool) -> None:
+    # FastAPI itself imports opentelemetry-api (its native telemetry, off without a global
+    # provider); the SDK, the exporter and the instrumentations are this extra's.
+    script = (
+        "import sys\n"
+        "from {{ cookiecutter.package_name }}.app import create_app\n"
+        "from {{ cookiecutter.package_name }}.settings import Settings\n"
+        f"create_app(Settings(app_env='dev', tracing={tracing}, otel_traces_exporter='none'))\n"
+        "loaded = {name.split('.')[1] for name in sys.modules if name.startswith('opentelemetry.')}\n"
+        "print(sorted(loaded & {'sdk', 'instrumentation', 'exporter'}))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
+    expected = "['instrumentation', 'sdk']" if tracing else "[]"
+    assert result.stdout.strip().splitlines()[-1] == expected
