@@ -54,9 +54,9 @@ async def test_a_connection_released_inside_a_transaction_is_rolled_back(setting
 
 
 async def test_state_a_request_leaves_in_its_transaction_is_gone_for_the_next(
-    database_url: str,
+    settings: Settings,
 ) -> None:
-    database = await _single_connection_database(database_url)
+    database = await _single_connection_database(settings)
     try:
         async with database.connection() as connection:
             default_timeout = await connection.fetchval("SHOW statement_timeout")

@@ -26,11 +26,7 @@ from fastapi import params
 from fastapi import routing as fastapi_routing
 from fastapi.datastructures import DefaultPlaceholder
 from fastapi.dependencies.models import Dependant
-from fastapi.dependencies.utils import (
-    request_body_to_args,
-    request_params_to_args,
-    solve_dependencies,
-)
+from fastapi.dependencies.utils import request_body_to_args, solve_dependencies
 from fastapi.exceptions import RequestValidationError
 from fastapi import FastAPI
 from fastapi.routing import APIRoute, iter_route_contexts
@@ -38,6 +34,8 @@ from pydantic_core import PydanticUndefined
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
+
+from .routing_params import ParamReader
 
 logger = structlog.get_logger(__name__)
 
@@ -125,8 +123,11 @@ def _fast_handler(route: Any) -> Handler:
     dependant: Dependant = route.dependant
     call = dependant.call
     assert call is not None
-    path_fields, query_fields = dependant.path_params, dependant.query_params
-    header_fields, body_fields = dependant.header_params, dependant.body_params
+    path_params, query_params, header_params = (
+        ParamReader(fields) if fields else None
+        for fields in (dependant.path_params, dependant.query_params, dependant.header_params)
+    )
+    body_fields = dependant.body_params
     request_name = dependant.request_param_name
     strict = route.strict_content_type
     strict_content_type = bool(strict.value if isinstance(strict, DefaultPlaceholder) else strict)
@@ -163,16 +164,16 @@ def _fast_handler(route: Any) -> Handler:
             values.update(solved.values)
             errors.extend(solved.errors)
             background = solved.background_tasks
-        if path_fields:
-            found, failed = request_params_to_args(path_fields, request.path_params)
+        if path_params is not None:
+            found, failed = path_params.read(request.path_params)
             values.update(found)
             errors.extend(failed)
-        if query_fields:
-            found, failed = request_params_to_args(query_fields, request.query_params)
+        if query_params is not None:
+            found, failed = query_params.read(request.query_params)
             values.update(found)
             errors.extend(failed)
-        if header_fields:
-            found, failed = request_params_to_args(header_fields, request.headers)
+        if header_params is not None:
+            found, failed = header_params.read(request.headers)
             values.update(found)
             errors.extend(failed)
         if body_fields:
