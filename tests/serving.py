@@ -4,9 +4,11 @@ import asyncio
 import contextlib
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,6 +62,28 @@ def start_service(project: Path, database_url: str, log: Path, **env: str) -> Se
         time.sleep(0.05)  # polling a process that is starting: there is no event to wait on
 
 
+def free_tcp_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def serve_process(command: list[str], cwd: Path, env: dict[str, str], port: int) -> "subprocess.Popen[bytes]":
+    """Any server command, pinned to core 0 when the machine has two cores; returns once its
+    /healthz answers."""
+    pinned = ["taskset", "-c", "0", *command] if PINNED else command
+    process = subprocess.Popen(pinned, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1):
+                return process
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                process.kill()
+                raise RuntimeError(f"{command} did not start") from None
+            time.sleep(0.05)  # polling a process that is starting: there is no event to wait on
 @contextlib.contextmanager
 def scratch_database(postgres_url: str, name: str) -> Iterator[str]:
     """A database of its own on the shared PostgreSQL server, empty, dropped afterwards."""

@@ -121,6 +121,7 @@ def test_chart_lints_with_the_values_file_the_capacity_report_writes(
     capacity, budget = _capacity_modules(default_project)
     sized = capacity.size(
         scenario="mixed",
+        slo_rps=1500.0,
         knee_rps=1800.0,
         knee_concurrency=8,
         serving_fraction=0.7,
@@ -136,7 +137,8 @@ def test_chart_lints_with_the_values_file_the_capacity_report_writes(
     assert not sdk_lint(chart_with_values(chart, tmp_path / "merged", values_file))["Errors"]
     (container,) = find(render(chart, written), "Deployment")["spec"]["template"]["spec"]["containers"]
     env = {item["name"]: item.get("value") for item in container["env"]}
-    assert env["LIMIT_CONCURRENCY"] == str(sized.limit_concurrency)
+    assert env["MAX_IN_FLIGHT"] == str(sized.max_in_flight)
+    assert env["LIMIT_CONCURRENCY"] == "1000"  # a cap on sockets, not measured: the chart's own
     assert env["POOL_MAX_SIZE"] == str(sized.pool_max_size)
 
 
@@ -145,6 +147,7 @@ def test_a_capacity_pool_too_large_for_the_replica_ceiling_is_refused(default_pr
     capacity, budget = _capacity_modules(default_project)
     sized = capacity.size(
         scenario="by_id",
+        slo_rps=2000.0,
         knee_rps=2500.0,
         knee_concurrency=64,
         serving_fraction=0.7,

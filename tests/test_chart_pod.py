@@ -23,7 +23,7 @@ def test_deployment_is_one_worker_on_exactly_one_core_and_4gi(chart: Path) -> No
 
 def test_deployment_passes_server_and_pool_values_as_the_agreed_variables(chart: Path) -> None:
     values = {
-        "server": {"limitConcurrency": 37, "backlog": 512, "timeoutGracefulShutdown": 15},
+        "server": {"maxInFlight": 23, "limitConcurrency": 37, "backlog": 512, "timeoutGracefulShutdown": 15},
         "database": {"poolMinSize": 3, "poolMaxSize": 6, "statementCacheSize": 0},
     }
     (container,) = find(render(chart, values), "Deployment")["spec"]["template"]["spec"]["containers"]
@@ -31,6 +31,7 @@ def test_deployment_passes_server_and_pool_values_as_the_agreed_variables(chart:
     assert (
         env
         | {
+            "MAX_IN_FLIGHT": "23",
             "LIMIT_CONCURRENCY": "37",
             "BACKLOG": "512",
             "TIMEOUT_GRACEFUL_SHUTDOWN": "15",

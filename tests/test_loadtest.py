@@ -1,5 +1,6 @@
-"""The bundled load tests, run for real: the knee test and k6 against a baked service on
-PostgreSQL, and the engine calibrated against apps whose throughput Little's law predicts.
+"""The bundled load tests, run for real: the knee test, the SLO capacity search and k6 against a
+baked service on PostgreSQL, and the engine and the search calibrated against apps whose
+throughput Little's law predicts.
 
 Short steps on a shared machine: these tests assert what must hold whatever the machine's speed
 (consistency, verdicts, budget lines, laws), never a figure measured on one machine.
@@ -7,13 +8,9 @@ Short steps on a shared machine: these tests assert what must hold whatever the 
 
 import asyncio
 import json
-import os
 import secrets
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,36 +20,12 @@ import asyncpg
 import pytest
 
 from .baking import bake, run, tool_env
+from .serving import free_tcp_port, serve_process
 
 pytestmark = pytest.mark.slow
 PACKAGE = "inventory_service"
 QUICK = ["--concurrency", "2,8,32", "--step-seconds", "1.5", "--warmup-seconds", "0.5",
-         "--open-loop-seconds", "2", "--seed-rows", "2000"]  # fmt: skip
-LITTLE_APP = '''
-import asyncio
-import time
-
-from fastapi import FastAPI
-
-app = FastAPI()
-
-
-@app.get("/healthz")
-async def healthz() -> dict[str, str]:
-    return {"status": "ok"}
-
-
-@app.get("/sleep")
-async def sleep() -> dict[str, str]:
-    await asyncio.sleep(0.05)
-    return {}
-
-
-@app.get("/block")
-def block() -> dict[str, str]:
-    time.sleep(0.05)  # a sync handler: runs in anyio's thread pool of 40 threads
-    return {}
-'''
+         "--search-seconds", "1.5", "--repeats", "3", "--seed-rows", "2000"]  # fmt: skip
 
 
 async def _execute(url: str, statement: str) -> None:
@@ -61,31 +34,6 @@ async def _execute(url: str, statement: str) -> None:
         await connection.execute(statement)
     finally:
         await connection.close()
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-def _pinned(command: list[str]) -> list[str]:
-    return ["taskset", "-c", "0", *command] if (os.cpu_count() or 1) >= 2 else command
-
-
-def _serve(command: list[str], cwd: Path, env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
-    process = subprocess.Popen(_pinned(command), cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1):
-                return process
-        except OSError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                process.kill()
-                raise RuntimeError(f"{command} did not start") from None
-            time.sleep(0.05)  # polling a process that is starting: there is no event to wait on
 
 
 @pytest.fixture(scope="module")
@@ -146,19 +94,32 @@ def test_knee_test_proves_the_client_was_not_the_ceiling(knee_run: dict[str, Any
         assert knee["server_cpu"] is not None
 
 
-def test_open_loop_step_runs_at_the_serving_fraction_of_the_knee(knee_run: dict[str, Any]) -> None:
-    for scenario in knee_run["results"]["scenarios"].values():
-        knee = scenario["steps"][scenario["knee_index"]]
-        serving = scenario["serving"]
-        assert serving["rate"] == pytest.approx(0.7 * knee["rps"], rel=0.01)
+def test_slo_capacity_is_searched_open_loop_and_confirmed_by_repeats(knee_run: dict[str, Any]) -> None:
+    for name, scenario in knee_run["results"]["scenarios"].items():
+        found = scenario["search"]
+        budget = scenario["budget"]
+        trials = found["trials"] + found["repeats"]
+        assert all(step["rate"] and step["concurrency"] is None for step in trials)
         # Open loop: the schedule is kept whatever the latency, so the requests sent match it.
-        assert serving["requests"] == pytest.approx(serving["rate"] * serving["seconds"], rel=0.05)
+        for step in trials:
+            assert step["requests"] == pytest.approx(step["rate"] * step["seconds"], rel=0.05)
+        assert found["slo_rps"] is not None, name
+        assert len(found["repeats"]) == 3
+        assert all(step["rate"] == pytest.approx(found["slo_rps"], abs=0.1) for step in found["repeats"])
+        held = [step["p99_ms"] <= budget["max_p99_ms"] and step["errors"] == 0 for step in found["repeats"]]
+        assert 2 * sum(held) > len(held), found["repeats"]  # most repeats held the budget
+        # Any rate tried above the capacity failed: the search claims the highest rate that held.
+        above = [step for step in found["trials"] if step["rate"] > found["slo_rps"] + 0.1]
+        assert above, name
+        assert any(step["p99_ms"] > budget["max_p99_ms"] or step["errors"] for step in above), name
+        spread = found["spread"]
+        assert spread["p99_min_ms"] <= spread["p99_median_ms"] <= spread["p99_max_ms"]
 
 
 def test_knee_test_exits_non_zero_with_a_line_per_missed_budget_item(knee_run: dict[str, Any]) -> None:
     process, results = knee_run["process"], knee_run["results"]
     assert process.returncode == 1, process.stdout[-3000:] + process.stderr[-3000:]
-    assert any(miss.startswith("MISS create: knee at ") for miss in results["misses"])
+    assert any(miss.startswith("MISS create: SLO capacity ") for miss in results["misses"])
     assert "< budget 1,000,000 RPS" in process.stdout
     for miss in results["misses"]:
         assert miss in process.stdout
@@ -171,9 +132,10 @@ def test_knee_test_writes_report_chart_and_helm_values(knee_run: dict[str, Any])
     assert next((folder / "results").glob("*.png")).read_bytes().startswith(b"\x89PNG")
     capacity = knee_run["results"]["capacity"]
     values = (folder / "values-capacity.yaml").read_text()
-    assert f"  limitConcurrency: {capacity['limit_concurrency']}\n" in values
+    assert f"  maxInFlight: {capacity['max_in_flight']}\n" in values
     assert f"  targetRPSPerPod: {capacity['target_rps_per_pod']}\n" in values
-    assert capacity["limit_concurrency"] > capacity["knee_concurrency"]
+    assert capacity["max_in_flight"] > capacity["knee_concurrency"]
+    assert capacity["target_rps_per_pod"] == int(0.7 * capacity["slo_rps"])
 
 
 def test_knee_test_agrees_with_wrk_run_back_to_back(knee_run: dict[str, Any]) -> None:
@@ -188,9 +150,9 @@ def test_knee_test_agrees_with_wrk_run_back_to_back(knee_run: dict[str, Any]) ->
 
 @pytest.fixture(scope="module")
 def served(project: Path, database_url: str, knee_run: dict[str, Any]) -> Iterator[str]:
-    port = _free_port()
+    port = free_tcp_port()
     env = tool_env(project, DATABASE_URL=database_url, PORT=str(port), LOG_LEVEL="warning")
-    process = _serve([sys.executable, "-m", PACKAGE], project, env, port)
+    process = serve_process([sys.executable, "-m", PACKAGE], project, env, port)
     yield f"http://127.0.0.1:{port}"
     process.terminate()
     process.wait(timeout=30)
@@ -225,43 +187,3 @@ def test_k6_fails_when_the_budget_is_missed(project: Path, served: str, tmp_path
     assert "✗ 'p(99)<0.01'" in result.stdout
     assert "http_req_duration{scenario:by_id}" in result.stderr
     assert "have been crossed" in result.stderr
-
-
-@pytest.fixture(scope="module")
-def little_app(project: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    folder = tmp_path_factory.mktemp("little")
-    (folder / "little.py").write_text(LITTLE_APP)
-    port = _free_port()
-    command = [sys.executable, "-m", "uvicorn", "little:app", "--app-dir", str(folder), "--port", str(port),
-               "--loop", "uvloop", "--http", "httptools", "--no-access-log", "--log-level", "warning"]  # fmt: skip
-    process = _serve(command, folder, tool_env(project), port)
-    yield f"http://127.0.0.1:{port}"
-    process.terminate()
-    process.wait(timeout=30)
-
-
-def _probe(project: Path, url: str, path: str) -> dict[str, Any]:
-    result = run(
-        project, sys.executable, "-m", "loadtest", "probe", "--url", url, "--path", path,
-        "--concurrency", "64", "--seconds", "3", timeout=60,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr[-3000:]
-    step: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
-    return step
-
-
-def test_engine_measures_littles_law_on_an_async_sleep(project: Path, little_app: str) -> None:
-    step = _probe(project, little_app, "/sleep")
-    # 64 in flight, 50 ms each: at most 64 / 0.05 s = 1,280 RPS; the engine must come close.
-    assert step["errors"] == 0
-    assert step["p50_ms"] >= 50
-    assert 0.85 * 1280 <= step["rps"] <= 1.01 * 1280, step
-    # Little's law holds within the measurement: concurrency = throughput x latency.
-    assert step["rps"] * step["p50_ms"] / 1000 == pytest.approx(64, rel=0.15)
-
-
-def test_engine_sees_the_40_thread_ceiling_of_a_blocking_handler(project: Path, little_app: str) -> None:
-    step = _probe(project, little_app, "/block")
-    # 40 threads, 50 ms each: at most 800 RPS however many requests wait; far more than one thread.
-    assert step["errors"] == 0
-    assert 0.5 * 800 < step["rps"] < 800, step

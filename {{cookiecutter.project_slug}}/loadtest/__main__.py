@@ -1,9 +1,10 @@
 """`python -m loadtest [run|capacity|k6|probe] ...`: the knee test and its companions.
 
-  run       (default) seed, sweep, knee, open-loop p99, report, budget verdict (exit 1 on a miss)
+  run       (default) seed, sweep and knee, SLO capacity search, report, budget verdict (exit 1 on a miss)
   capacity  pod sizing from the latest results; --write-helm-values writes the Helm override
   k6        the k6 script against --url with thresholds from budget.toml (exit non-zero on a miss)
   probe     one closed-loop step against any path of --url, printed as JSON
+  search    the SLO capacity search against any path of --url, printed as JSON
 """
 
 import argparse
@@ -15,9 +16,10 @@ from pathlib import Path
 from . import k6, project, run, service
 from .budget import load
 from .capacity import describe, write_helm_values
-from .engine import Engine
+from .engine import Engine, Step
+from .search import Limits, Plan, search
 
-COMMANDS = ("run", "capacity", "k6", "probe")
+COMMANDS = ("run", "capacity", "k6", "probe", "search")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -33,7 +35,8 @@ def _parser() -> argparse.ArgumentParser:
     knee.add_argument("--concurrency", help="comma-separated sweep steps, e.g. 4,16,64")
     knee.add_argument("--step-seconds", type=float)
     knee.add_argument("--warmup-seconds", type=float)
-    knee.add_argument("--open-loop-seconds", type=float)
+    knee.add_argument("--search-seconds", type=float, help="each trial of the rate search")
+    knee.add_argument("--repeats", type=int, help="repeats of the rate search's final step")
     knee.add_argument("--seed-rows", type=int)
     knee.add_argument("--processes", type=int, help="client processes (default: one per client core, at least 2)")
     knee.add_argument("--no-pin", action="store_true", help="do not pin the server to core 0")
@@ -56,6 +59,17 @@ def _parser() -> argparse.ArgumentParser:
     probe.add_argument("--concurrency", type=int, default=64)
     probe.add_argument("--seconds", type=float, default=5.0)
     probe.add_argument("--processes", type=int, default=2)
+
+    rate = commands.add_parser("search", help="the SLO capacity search against a path")
+    rate.add_argument("--url", required=True)
+    rate.add_argument("--path", default="/healthz")
+    rate.add_argument("--start-rps", type=float, required=True)
+    rate.add_argument("--max-p99-ms", type=float, default=50.0)
+    rate.add_argument("--max-error-rate", type=float, default=0.0)
+    rate.add_argument("--seconds", type=float, default=5.0, help="each trial")
+    rate.add_argument("--connections", type=int, default=32)
+    rate.add_argument("--repeats", type=int, default=3)
+    rate.add_argument("--processes", type=int, default=2)
     return parser
 
 
@@ -92,10 +106,26 @@ def main(argv: list[str] | None = None) -> int:
         settings = k6.config(budget, url=args.url, prefix=project.PREFIX, names=names, seconds=args.seconds, rate_scale=args.rate_scale)
         return k6.run(settings, Path(args.results))
     target = service.running(args.url)
+    mix = ((f"GET {args.path}", 1),)
     with Engine(target.url, prefix=project.PREFIX, ids=[1], processes=args.processes, server_pid=target.pid) as engine:
-        step = engine.run(((f"GET {args.path}", 1),), concurrency=args.concurrency, duration=args.seconds)
+        if args.command == "search":
+            return _search(engine, mix, args)
+        step = engine.run(mix, concurrency=args.concurrency, duration=args.seconds)
     print(json.dumps(asdict(step)))
     return 0
+
+
+def _search(engine: Engine, mix: tuple[tuple[str, int], ...], args: argparse.Namespace) -> int:
+    def trial(rate: float) -> Step:
+        return engine.run(mix, rate=rate, duration=args.seconds, connections=args.connections)
+
+    limits = Limits(args.max_p99_ms, args.max_error_rate)
+    found = search(trial, args.start_rps, limits, Plan(repeats=args.repeats))
+    print(json.dumps({
+        "slo_rps": found.slo_rps, "spread": found.spread(),
+        "trials": [asdict(step) for step in found.trials], "repeats": [asdict(step) for step in found.repeats],
+    }))  # fmt: skip
+    return 0 if found.slo_rps is not None else 1
 
 
 def _insert_run(options: list[str]) -> list[str]:

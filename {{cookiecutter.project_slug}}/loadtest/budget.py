@@ -21,14 +21,24 @@ class Sweep:
     concurrency: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128)
     step_seconds: float = 5.0
     warmup_seconds: float = 2.0
-    open_loop_seconds: float = 10.0
     seed_rows: int = 100_000
+
+
+@dataclass(frozen=True)
+class RateSearch:
+    """[search]: the open-loop rate search for the SLO capacity (loadtest/search.py)."""
+
+    step_seconds: float = 5.0
+    connections: int = 32
+    start_fraction: float = 0.6
+    growth: float = 1.25
+    precision: float = 0.05
+    repeats: int = 3
 
 
 @dataclass(frozen=True)
 class CapacityAssumptions:
     scenario: str = "mixed"
-    limit_headroom: float = 1.25
     think_time_s: float = 5.0
     session_minutes: float = 10.0
     peak_hour_share: float = 0.15
@@ -38,6 +48,7 @@ class CapacityAssumptions:
 class Budget:
     scenarios: dict[str, ScenarioBudget]
     sweep: Sweep = field(default_factory=Sweep)
+    search: RateSearch = field(default_factory=RateSearch)
     capacity: CapacityAssumptions = field(default_factory=CapacityAssumptions)
 
 
@@ -56,6 +67,7 @@ def parse(document: dict[str, Any]) -> Budget:
     return Budget(
         scenarios=scenarios,
         sweep=Sweep(**sweep),
+        search=RateSearch(**document.get("search", {})),
         capacity=CapacityAssumptions(**document.get("capacity", {})),
     )
 
@@ -69,30 +81,27 @@ def load(path: Path) -> Budget:
 class Outcome:
     """What the budget needs to know about one scenario's run."""
 
-    verdict: Verdict
-    knee_rps: float | None
-    serving_rps: float | None
-    serving_p99_ms: float | None
-    error_rate: float
+    verdict: Verdict  # of the closed-loop sweep: client-bound means the client set the ceiling
+    slo_rps: float | None  # the SLO capacity; None when no rate met the p99 and error budget
+    error_rate: float  # over the sweep up to the knee and the repeats at the SLO capacity
+    client_bound: bool = False  # the search's client was saturated while the server was not
 
 
 def check(name: str, budget: ScenarioBudget, outcome: Outcome) -> list[str]:
     """A line per budget item missed; empty when the scenario is within budget."""
-    if outcome.verdict is Verdict.CLIENT_BOUND:
+    if outcome.verdict is Verdict.CLIENT_BOUND or outcome.client_bound:
         return [
             f"MISS {name}: client-bound: the load generator, not the service, set the ceiling;"
-            " no knee can be claimed (give the client more cores or use --url from another host)"
+            " no capacity can be claimed (give the client more cores or use --url from another host)"
         ]
     misses = []
-    if outcome.knee_rps is None or outcome.knee_rps < budget.min_rps:
-        found = "no throughput" if outcome.knee_rps is None else f"{outcome.knee_rps:,.0f} RPS"
-        misses.append(f"MISS {name}: knee at {found} < budget {budget.min_rps:,.0f} RPS")
-    if outcome.serving_p99_ms is None:
-        misses.append(f"MISS {name}: no open-loop step at the serving load, p99 unknown")
-    elif outcome.serving_p99_ms > budget.max_p99_ms:
+    slo = f"p99 <= {budget.max_p99_ms:g} ms, errors <= {budget.max_error_rate:.2%}"
+    if outcome.slo_rps is None:
+        misses.append(f"MISS {name}: no arrival rate met the SLO ({slo})")
+    elif outcome.slo_rps < budget.min_rps:
         misses.append(
-            f"MISS {name}: p99 {outcome.serving_p99_ms:.1f} ms at the serving load"
-            f" ({outcome.serving_rps or 0:,.0f} RPS) > budget {budget.max_p99_ms:g} ms"
+            f"MISS {name}: SLO capacity {outcome.slo_rps:,.0f} RPS ({slo})"
+            f" < budget {budget.min_rps:,.0f} RPS"
         )
     if outcome.error_rate > budget.max_error_rate:
         misses.append(

@@ -1,4 +1,8 @@
-"""Pod sizing from a measured knee: what to set, and how many users that serves (Little's law).
+"""Pod sizing from a measured SLO capacity: what to set, and how many users that serves.
+
+The SLO capacity (the highest open-loop rate served within the p99 and error budget) sets the
+serving load, the HPA target, the admission limit and the users; the closed-loop knee sets only
+the pool ceiling (in-flight requests beyond it only queue).
 
 Every number here is arithmetic on the measurement; the assumptions (think time, session length,
 peak-hour share, headroom) are stated in budget.toml [capacity] and printed with the result.
@@ -17,11 +21,13 @@ MIN_BACKLOG = 64
 @dataclass(frozen=True)
 class Capacity:
     scenario: str
+    slo_rps: float
+    max_p99_ms: float
     knee_rps: float
     knee_concurrency: int
     serving_fraction: float
     serve_at_rps: float
-    limit_concurrency: int
+    max_in_flight: int
     backlog: int
     pool_min_size: int
     pool_max_size: int
@@ -37,6 +43,7 @@ class Capacity:
 def size(
     *,
     scenario: str,
+    slo_rps: float,
     knee_rps: float,
     knee_concurrency: int,
     serving_fraction: float,
@@ -44,11 +51,13 @@ def size(
     max_p99_ms: float,
     assumptions: CapacityAssumptions,
 ) -> Capacity:
-    serve_at = knee_rps * serving_fraction
-    # Just above the knee: the pod still reaches its best throughput, and sheds (503) beyond it.
-    limit = max(knee_concurrency + 1, math.ceil(knee_concurrency * assumptions.limit_headroom))
-    # Connections the pod can drain within the p99 budget at knee speed; more would only wait.
-    backlog = max(MIN_BACKLOG, math.ceil(knee_rps * max_p99_ms / 1000))
+    serve_at = slo_rps * serving_fraction
+    # Admission: a request admitted behind N others waits about N / capacity seconds; past
+    # capacity x the p99 budget it would miss the budget anyway, so it is refused at once instead.
+    # Never below the knee concurrency, where the pod reaches its best throughput.
+    max_in_flight = max(knee_concurrency + 1, math.ceil(slo_rps * max_p99_ms / 1000))
+    # Connections the pod can drain within the p99 budget at capacity; more would only wait.
+    backlog = max(MIN_BACKLOG, math.ceil(slo_rps * max_p99_ms / 1000))
     # Each in-flight request holds at most one connection: the knee concurrency is the most the
     # pool can usefully have. Warm connections = those busy at the serving load (Little's law).
     pool_max = max(2, knee_concurrency)
@@ -58,11 +67,13 @@ def size(
     per_peak_hour = users * 60 / assumptions.session_minutes
     return Capacity(
         scenario=scenario,
+        slo_rps=round(slo_rps, 1),
+        max_p99_ms=max_p99_ms,
         knee_rps=round(knee_rps, 1),
         knee_concurrency=knee_concurrency,
         serving_fraction=serving_fraction,
         serve_at_rps=round(serve_at, 1),
-        limit_concurrency=limit,
+        max_in_flight=max_in_flight,
         backlog=backlog,
         pool_min_size=pool_min,
         pool_max_size=pool_max,
@@ -73,7 +84,6 @@ def size(
             "think_time_s": assumptions.think_time_s,
             "session_minutes": assumptions.session_minutes,
             "peak_hour_share": assumptions.peak_hour_share,
-            "limit_headroom": assumptions.limit_headroom,
         },
     )
 
@@ -83,11 +93,12 @@ def describe(capacity: Capacity) -> str:
     a = c.assumptions
     return "\n".join(
         [
-            f"Capacity of one pod, from the {c.scenario} knee ({c.knee_rps:,.0f} RPS at"
-            f" {c.knee_concurrency} concurrent):",
-            f"  serve at            {c.serve_at_rps:,.0f} RPS ({c.serving_fraction:.0%} of the knee)",
-            f"  --limit-concurrency {c.limit_concurrency} (knee concurrency x {a['limit_headroom']})",
-            f"  --backlog           {c.backlog}",
+            f"Capacity of one pod, from the {c.scenario} SLO capacity: {c.slo_rps:,.0f} RPS with p99"
+            f" <= {c.max_p99_ms:g} ms (closed-loop knee {c.knee_rps:,.0f} RPS at {c.knee_concurrency}"
+            " concurrent):",
+            f"  serve at            {c.serve_at_rps:,.0f} RPS ({c.serving_fraction:.0%} of the SLO capacity)",
+            f"  MAX_IN_FLIGHT       {c.max_in_flight} (SLO capacity x p99 budget)",
+            f"  BACKLOG             {c.backlog}",
             f"  pool size           {c.pool_min_size}..{c.pool_max_size}",
             f"  HPA target          {c.target_rps_per_pod} RPS per pod",
             f"  concurrent users    {c.concurrent_users:,} (think time {a['think_time_s']} s)",
@@ -98,14 +109,14 @@ def describe(capacity: Capacity) -> str:
 
 
 def helm_values(capacity: Capacity, source: str) -> str:
-    """The Helm values override, as YAML (written by hand: five scalars need no YAML library)."""
+    """The Helm values override, as YAML (written by hand: a few scalars need no YAML library)."""
     return "\n".join(
         [
             f"# Written by `make capacity` from {source}: measured, do not edit by hand.",
-            f"# {capacity.scenario} knee {capacity.knee_rps:,.0f} RPS at"
-            f" {capacity.knee_concurrency} concurrent on one core.",
+            f"# {capacity.scenario} SLO capacity {capacity.slo_rps:,.0f} RPS with p99 <="
+            f" {capacity.max_p99_ms:g} ms on one core.",
             "server:",
-            f"  limitConcurrency: {capacity.limit_concurrency}",
+            f"  maxInFlight: {capacity.max_in_flight}",
             f"  backlog: {capacity.backlog}",
             "database:",
             f"  poolMinSize: {capacity.pool_min_size}",

@@ -40,6 +40,26 @@ def _step_notes(scenario: dict[str, Any]) -> dict[int, str]:
     return {scenario["knee_index"]: scenario["verdict"]} if scenario["knee_index"] is not None else {}
 
 
+def _summary(results: dict[str, Any]) -> list[str]:
+    """One line per scenario: the SLO capacity against the budget, its spread, the knee beside it."""
+    lines = [
+        "| scenario | SLO capacity RPS | budget RPS | p99 of the repeats ms | client CPU % | server CPU % | knee RPS @ conc |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, scenario in results["scenarios"].items():
+        found, knee = scenario["search"], scenario["steps"][scenario["knee_index"]]
+        spread = found["spread"]
+        capacity = "none" if found["slo_rps"] is None else f"{found['slo_rps']:,.0f}"
+        p99 = "-" if not spread else f"{spread['p99_min_ms']:.1f} / {spread['p99_median_ms']:.1f} / {spread['p99_max_ms']:.1f}"
+        client = "-" if not spread else f"{spread['client_cpu_max']:.0f}"
+        server = "-" if not spread or spread["server_cpu_median"] is None else f"{spread['server_cpu_median']:.0f}"
+        lines.append(
+            f"| {name} | {capacity} | {scenario['budget']['min_rps']:,.0f} | {p99} | {client} | {server} |"
+            f" {knee['rps']:,.0f} @ {knee['concurrency']} ({scenario['verdict']}) |"
+        )
+    return lines
+
+
 def markdown(results: dict[str, Any], chart: str | None) -> str:
     lines = [
         f"# Load test report: {results['started_at']}",
@@ -52,6 +72,15 @@ def markdown(results: dict[str, Any], chart: str | None) -> str:
         "",
     ]
     lines += [f"- {miss}" for miss in results["misses"]]
+    lines += [
+        "",
+        "SLO capacity: the highest open-loop arrival rate served with p99 (from each request's"
+        " scheduled start) and errors within budget, its last step repeated; p99 of the repeats as"
+        " lowest / median / highest, client CPU the highest of the repeats (all client processes,"
+        " % of one core), server CPU their median. The knee is the closed loop's, for diagnosis.",
+        "",
+        *_summary(results),
+    ]
     if chart:
         lines += ["", f"![RPS and latency against concurrency]({chart})"]
     table_head = "| " + " | ".join(COLUMNS) + " | |"
@@ -62,10 +91,9 @@ def markdown(results: dict[str, Any], chart: str | None) -> str:
             "",
             f"## {name}",
             "",
-            f"Verdict **{scenario['verdict']}**; budget: knee >= {budget['min_rps']:,.0f} RPS, "
-            f"p99 <= {budget['max_p99_ms']:g} ms at {budget['serving_fraction']:.0%} of the knee, "
-            f"error rate <= {budget['max_error_rate']:.2%}. Observed error rate "
-            f"{scenario['error_rate']:.2%}.",
+            f"Closed-loop sweep: **{scenario['verdict']}**. Budget: SLO capacity >= "
+            f"{budget['min_rps']:,.0f} RPS with p99 <= {budget['max_p99_ms']:g} ms and error rate <= "
+            f"{budget['max_error_rate']:.2%}. Observed error rate {scenario['error_rate']:.2%}.",
             "",
             table_head,
             rule,
@@ -73,8 +101,21 @@ def markdown(results: dict[str, Any], chart: str | None) -> str:
         notes = _step_notes(scenario)
         for index, step in enumerate(scenario["steps"]):
             lines.append("| " + " | ".join(_cells(step)) + f" | {notes.get(index, '')} |")
-        if scenario["serving"]:
-            lines.append("| " + " | ".join(_cells(scenario["serving"])) + " | open loop |")
+        found = scenario["search"]
+        lines += [
+            "",
+            f"Rate search ({found['step_seconds']:g} s a trial over {found['connections']} connections,"
+            f" from {found['start_rps']:,.0f} RPS): SLO capacity **"
+            + ("none" if found["slo_rps"] is None else f"{found['slo_rps']:,.0f} RPS")
+            + "**.",
+            "",
+            table_head,
+            rule,
+        ]
+        for step in found["trials"]:
+            lines.append("| " + " | ".join(_cells(step)) + " | trial |")
+        for step in found["repeats"]:
+            lines.append("| " + " | ".join(_cells(step)) + " | repeat |")
     if results.get("wrk_check"):
         check = results["wrk_check"]
         lines += [
@@ -92,7 +133,8 @@ def markdown(results: dict[str, Any], chart: str | None) -> str:
 
 
 def chart(results: dict[str, Any], path: Path) -> Path:
-    """RPS (left axis) and p50/p99 (right axis, log) against concurrency, the knee marked."""
+    """RPS (left axis) and p50/p99 (right axis, log) against concurrency, the knee marked, and the
+    SLO capacity as a line across."""
     names = list(results["scenarios"])
     figure = Figure(figsize=(7, 3.2 * len(names)), layout="constrained")
     axes_list = figure.subplots(len(names), 1, squeeze=False)[:, 0]
@@ -120,6 +162,9 @@ def chart(results: dict[str, Any], path: Path) -> Path:
                 xytext=(6, -14),
                 fontsize=8,
             )
+        if scenario["search"]["slo_rps"]:
+            slo = scenario["search"]["slo_rps"]
+            axes.axhline(slo, color="tab:purple", linestyle="--", label=f"SLO capacity {slo:,.0f} RPS")
         axes.set_title(name)
         handles = axes.get_legend_handles_labels()[0] + latency.get_legend_handles_labels()[0]
         latency.legend(handles=handles, loc="upper left", fontsize=8)

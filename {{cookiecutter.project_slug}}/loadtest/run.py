@@ -1,5 +1,5 @@
-"""`make loadtest`: seed, measure the client, sweep each scenario, find its knee, check p99 open
-loop at the serving load, then report, size the pod and judge the budget."""
+"""`make loadtest`: seed, measure the client, sweep each scenario and find its knee, search its SLO
+capacity open loop, then report, size the pod and judge the budget."""
 
 import contextlib
 import os
@@ -14,12 +14,12 @@ from . import crosscheck, project, report, service
 from .budget import Budget, Outcome, check
 from .capacity import Capacity, describe, size, write_helm_values
 from .engine import Engine, Step
-from .knee import Point, Verdict, client_capacity, judge
+from .knee import CLIENT_CPU_SATURATED, SERVER_CPU_SATURATED, Point, Verdict, client_capacity, judge
 from .scenarios import PROBE, SCENARIOS
+from .search import Limits, Plan, passes, search
 
 PROBE_CONCURRENCY = 64
 WARMUP_CONCURRENCY = 8
-OPEN_LOOP_CONNECTIONS_PER_KNEE = 2
 
 
 def _say(line: str) -> None:
@@ -43,50 +43,84 @@ def _sweep(engine: Engine, name: str, budget: Budget, capacity_rps: float, clien
     ]
     verdict, index = judge(points, capacity_rps, client_cores)
     knee = steps[index]
-    serving = None
-    if verdict is not Verdict.CLIENT_BOUND and knee.rps > 0:
-        rate = knee.rps * limits.serving_fraction
-        # Connections like a load balancer's keep-alive pool sized above the knee: enough for the
-        # service's best throughput, without a connection storm that no real ingress would send.
-        connections = OPEN_LOOP_CONNECTIONS_PER_KNEE * (knee.concurrency or 1)
-        serving = engine.run(mix, rate=rate, duration=sweep.open_loop_seconds, connections=connections)
-        _say(report.row(asdict(serving), f"open loop at {limits.serving_fraction:.0%} of the knee"))
-    judged = [*steps[: index + 1], *([serving] if serving else [])]
+    _say(f"{verdict}: {knee.rps:,.0f} RPS at {knee.concurrency} concurrent")
+    found = _search(engine, name, budget, knee.rps if verdict is not Verdict.CLIENT_BOUND else 0.0, client_cores)
+    judged = [*steps[: index + 1], *found["repeats"]]
     requests = sum(step.requests for step in judged)
     error_rate = sum(step.errors for step in judged) / requests if requests else 1.0
-    _say(f"{verdict}: {knee.rps:,.0f} RPS at {knee.concurrency} concurrent")
-    outcome = Outcome(
-        verdict=verdict,
-        knee_rps=knee.rps if knee.rps > 0 else None,
-        serving_rps=serving.rps if serving else None,
-        serving_p99_ms=serving.p99_ms if serving else None,
-        error_rate=error_rate,
-    )
+    outcome = Outcome(verdict=verdict, slo_rps=found["slo_rps"], error_rate=error_rate, client_bound=found["client_bound"])
     return {
         "budget": asdict(limits),
         "steps": [asdict(step) for step in steps],
         "verdict": str(verdict),
         "knee_index": index,
-        "serving": asdict(serving) if serving else None,
+        "search": found | {"trials": [asdict(step) for step in found["trials"]], "repeats": [asdict(step) for step in found["repeats"]]},
         "error_rate": error_rate,
         "misses": check(name, limits, outcome),
     }
 
 
+def _search(engine: Engine, name: str, budget: Budget, knee_rps: float, client_cores: int) -> dict[str, Any]:
+    """The SLO capacity of one scenario (loadtest/search.py), printed trial by trial."""
+    limits, plan = budget.scenarios[name], budget.search
+    checked = Limits(limits.max_p99_ms, limits.max_error_rate)
+    start = plan.start_fraction * knee_rps if knee_rps > 0 else limits.min_rps
+
+    def trial(rate: float) -> Step:
+        step = engine.run(SCENARIOS[name], rate=rate, duration=plan.step_seconds, connections=plan.connections)
+        _say(report.row(asdict(step), "pass" if passes(step, checked) else "FAIL"))
+        return step
+
+    _say(f"SLO capacity search: p99 <= {limits.max_p99_ms:g} ms, errors <= {limits.max_error_rate:.2%}, {plan.step_seconds:g} s a trial over {plan.connections} connections")
+    found = search(trial, start, checked, Plan(plan.growth, plan.precision, plan.repeats))
+    spread = found.spread()
+    if found.slo_rps is None:
+        _say("SLO capacity: none (no rate met the budget)")
+    elif spread:
+        _say(
+            f"SLO capacity: {found.slo_rps:,.0f} RPS; {len(found.repeats)} repeats, p99 {spread['p99_min_ms']:.1f}"
+            f" .. {spread['p99_max_ms']:.1f} ms, client CPU up to {spread['client_cpu_max']:.0f} %"
+        )
+    return {
+        "slo_rps": round(found.slo_rps, 1) if found.slo_rps is not None else None,
+        "start_rps": round(start, 1),
+        "step_seconds": plan.step_seconds,
+        "connections": plan.connections,
+        "spread": spread,
+        "client_bound": _client_bound(found.trials, checked, client_cores),
+        "trials": found.trials,
+        "repeats": found.repeats,
+    }
+
+
+def _client_bound(trials: list[Step], limits: Limits, client_cores: int) -> bool:
+    """The lowest rate that failed the budget failed with the client saturated and the server
+    not: the ceiling the search found was the client's."""
+    failed = sorted((step for step in trials if not passes(step, limits)), key=lambda step: step.rate or 0.0)
+    if not failed:
+        return False
+    first = failed[0]
+    return first.client_cpu >= CLIENT_CPU_SATURATED * 100 * client_cores and (
+        first.server_cpu is not None and first.server_cpu < SERVER_CPU_SATURATED
+    )
+
+
 def capacity_from(results: dict[str, Any], budget: Budget) -> Capacity | None:
-    """Pod sizing from the capacity scenario's knee (or the first scenario with a knee)."""
+    """Pod sizing from the capacity scenario's SLO capacity (or the first scenario with one)."""
     scenarios = results["scenarios"]
     order = [budget.capacity.scenario, *scenarios]
     for name in order:
         scenario = scenarios.get(name)
-        if scenario and scenario["verdict"] != Verdict.CLIENT_BOUND and scenario["serving"]:
+        if scenario and scenario["verdict"] != Verdict.CLIENT_BOUND and scenario["search"]["slo_rps"]:
             knee = scenario["steps"][scenario["knee_index"]]
+            repeats = scenario["search"]["repeats"]
             return size(
                 scenario=name,
+                slo_rps=scenario["search"]["slo_rps"],
                 knee_rps=knee["rps"],
                 knee_concurrency=knee["concurrency"],
                 serving_fraction=scenario["budget"]["serving_fraction"],
-                serving_p50_ms=scenario["serving"]["p50_ms"],
+                serving_p50_ms=statistics.median(step["p50_ms"] for step in repeats),
                 max_p99_ms=scenario["budget"]["max_p99_ms"],
                 assumptions=budget.capacity,
             )
@@ -194,10 +228,15 @@ def with_overrides(budget: Budget, args: Any) -> Budget:
     changes: dict[str, Any] = {}
     if args.concurrency:
         changes["concurrency"] = tuple(sorted(int(value) for value in args.concurrency.split(",")))
-    for key in ("step_seconds", "warmup_seconds", "open_loop_seconds", "seed_rows"):
+    for key in ("step_seconds", "warmup_seconds", "seed_rows"):
         if getattr(args, key) is not None:
             changes[key] = getattr(args, key)
-    return replace(budget, sweep=replace(budget.sweep, **changes)) if changes else budget
+    searching: dict[str, Any] = {}
+    if args.search_seconds is not None:
+        searching["step_seconds"] = args.search_seconds
+    if args.repeats is not None:
+        searching["repeats"] = args.repeats
+    return replace(budget, sweep=replace(budget.sweep, **changes), search=replace(budget.search, **searching))
 
 
 if __name__ == "__main__":  # pragma: no cover

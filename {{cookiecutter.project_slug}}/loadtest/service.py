@@ -73,8 +73,9 @@ def wait_until_healthy(url: str, process: subprocess.Popen[bytes] | None, timeou
 def started(database_url: str, *, max_concurrency: int, pin: bool) -> Iterator[Target]:
     """`python -m <package>`: one worker, pinned to core 0 when the machine has two cores or more.
 
-    The service's admission limit is raised above the sweep so that the sweep measures the
-    service, not the limit; the capacity report then says where to set it.
+    The service's admission limits (connections and requests in flight) are raised above the
+    sweep so that the sweep and the search measure the service, not the limits; the capacity
+    report then says where to set MAX_IN_FLIGHT.
     """
     port = _free_port()
     command = [sys.executable, "-m", project.PACKAGE]
@@ -91,6 +92,7 @@ def started(database_url: str, *, max_concurrency: int, pin: bool) -> Iterator[T
         "LOG_LEVEL": "warning",
         "METRICS_PORT": "0",  # nothing scrapes during a load test
         "LIMIT_CONCURRENCY": str(max(1000, 4 * max_concurrency)),
+        "MAX_IN_FLIGHT": str(max(1000, 4 * max_concurrency)),
         "PYTHONPATH": os.pathsep.join(filter(None, [source, os.environ.get("PYTHONPATH")])),
     }
     process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL)

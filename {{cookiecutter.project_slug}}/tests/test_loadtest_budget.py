@@ -12,13 +12,7 @@ LIMITS = ScenarioBudget(min_rps=1000, max_p99_ms=50, max_error_rate=0.0, serving
 
 
 def _outcome(**changes: object) -> Outcome:
-    values: dict[str, object] = {
-        "verdict": Verdict.KNEE,
-        "knee_rps": 1500.0,
-        "serving_rps": 1050.0,
-        "serving_p99_ms": 12.0,
-        "error_rate": 0.0,
-    }
+    values: dict[str, object] = {"verdict": Verdict.KNEE, "slo_rps": 1500.0, "error_rate": 0.0}
     return Outcome(**(values | changes))  # type: ignore[arg-type]
 
 
@@ -49,19 +43,33 @@ def test_a_run_within_budget_has_no_miss() -> None:
 
 
 def test_each_missed_item_gets_its_own_line() -> None:
-    misses = check("by_id", LIMITS, _outcome(knee_rps=800.0, serving_p99_ms=75.5, error_rate=0.02))
+    misses = check("by_id", LIMITS, _outcome(slo_rps=800.0, error_rate=0.02))
     assert misses == [
-        "MISS by_id: knee at 800 RPS < budget 1,000 RPS",
-        "MISS by_id: p99 75.5 ms at the serving load (1,050 RPS) > budget 50 ms",
+        "MISS by_id: SLO capacity 800 RPS (p99 <= 50 ms, errors <= 0.00%) < budget 1,000 RPS",
         "MISS by_id: error rate 2.00% > budget 0.00%",
     ]
+
+
+def test_the_budget_is_judged_on_the_slo_capacity_not_the_knee() -> None:
+    assert check("by_id", LIMITS, _outcome(slo_rps=1000.0)) == []
+    (miss,) = check("by_id", LIMITS, _outcome(slo_rps=999.0))
+    assert "SLO capacity 999 RPS" in miss
 
 
 def test_a_client_bound_run_is_a_miss_not_a_pass() -> None:
     (miss,) = check("page", LIMITS, _outcome(verdict=Verdict.CLIENT_BOUND))
     assert miss.startswith("MISS page: client-bound")
+    (search_miss,) = check("page", LIMITS, _outcome(client_bound=True))
+    assert search_miss.startswith("MISS page: client-bound")
 
 
-def test_a_run_without_an_open_loop_step_cannot_claim_its_p99() -> None:
-    (miss,) = check("by_id", LIMITS, _outcome(serving_p99_ms=None))
-    assert "p99 unknown" in miss
+def test_a_run_where_no_rate_met_the_slo_says_so() -> None:
+    (miss,) = check("by_id", LIMITS, _outcome(slo_rps=None))
+    assert "no arrival rate met the SLO (p99 <= 50 ms" in miss
+
+
+def test_the_shipped_budget_searches_with_repeats() -> None:
+    search = load(project.BUDGET).search
+    assert search.repeats >= 3
+    assert 0 < search.precision <= 0.1
+    assert search.growth > 1

@@ -1,4 +1,4 @@
-"""Pod sizing from a knee: the arithmetic on known inputs, and the Helm values it writes."""
+"""Pod sizing from an SLO capacity: the arithmetic on known inputs, and the Helm values."""
 
 from pathlib import Path
 
@@ -8,14 +8,15 @@ from loadtest.budget import CapacityAssumptions
 from loadtest.capacity import Capacity, helm_values, size, write_helm_values
 
 ASSUMPTIONS = CapacityAssumptions(
-    scenario="mixed", limit_headroom=1.25, think_time_s=5.0, session_minutes=10.0, peak_hour_share=0.15
+    scenario="mixed", think_time_s=5.0, session_minutes=10.0, peak_hour_share=0.15
 )
 
 
 def _sizing() -> Capacity:
     return size(
         scenario="mixed",
-        knee_rps=1000.0,
+        slo_rps=1000.0,
+        knee_rps=1300.0,
         knee_concurrency=16,
         serving_fraction=0.7,
         serving_p50_ms=10.0,
@@ -24,22 +25,22 @@ def _sizing() -> Capacity:
     )
 
 
-def test_the_pod_serves_at_the_serving_fraction_of_its_knee() -> None:
+def test_the_pod_serves_at_the_serving_fraction_of_its_slo_capacity() -> None:
     sizing = _sizing()
     assert sizing.serve_at_rps == 700
     assert sizing.target_rps_per_pod == 700
 
 
-def test_the_concurrency_limit_sits_just_above_the_knee() -> None:
-    assert _sizing().limit_concurrency == 20  # 16 x 1.25
+def test_the_in_flight_limit_is_what_the_slo_capacity_drains_within_the_p99_budget() -> None:
+    assert _sizing().max_in_flight == 50  # 1,000 RPS x 0.050 s
 
 
-def test_the_limit_is_above_the_knee_even_for_a_knee_of_one() -> None:
+def test_the_in_flight_limit_is_above_the_knee_even_for_a_tiny_capacity() -> None:
     sizing = size(
-        scenario="x", knee_rps=100, knee_concurrency=1, serving_fraction=0.7,
+        scenario="x", slo_rps=20, knee_rps=30, knee_concurrency=4, serving_fraction=0.7,
         serving_p50_ms=5, max_p99_ms=50, assumptions=ASSUMPTIONS,
     )  # fmt: skip
-    assert sizing.limit_concurrency == 2
+    assert sizing.max_in_flight == 5
 
 
 def test_the_pool_holds_what_is_busy_at_serving_load_up_to_the_knee_concurrency() -> None:
@@ -59,6 +60,6 @@ def test_the_helm_override_uses_the_chart_keys(tmp_path: Path) -> None:
     path = write_helm_values(_sizing(), "loadtest/results/x.json", tmp_path / "chart" / "values-capacity.yaml")
     text = path.read_text()
     assert text == helm_values(_sizing(), "loadtest/results/x.json")
-    for line in ("server:", "  limitConcurrency: 20", "database:", "  poolMinSize: 7",
+    for line in ("server:", "  maxInFlight: 50", "database:", "  poolMinSize: 7",
                  "  poolMaxSize: 16", "autoscaling:", "  targetRPSPerPod: 700"):  # fmt: skip
         assert f"\n{line}\n" in text

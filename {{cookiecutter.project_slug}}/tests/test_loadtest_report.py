@@ -28,7 +28,14 @@ def _results(misses: list[str]) -> dict[str, Any]:
                 "steps": steps,
                 "verdict": "knee",
                 "knee_index": 2,
-                "serving": _step(None, 1050, 7.5, rate=1050),
+                "search": {
+                    "slo_rps": 1320.0, "start_rps": 900.0, "step_seconds": 5.0, "connections": 32,
+                    "spread": {"p99_min_ms": 31.0, "p99_median_ms": 35.5, "p99_max_ms": 41.0,
+                               "client_cpu_max": 48.0, "server_cpu_median": 91.0},
+                    "client_bound": False,
+                    "trials": [_step(None, 900, 7.5, rate=900), _step(None, 1400, 80, rate=1400)],
+                    "repeats": [_step(None, 1320, p99, rate=1320) for p99 in (31, 35.5, 41)],
+                },
                 "error_rate": 0.0,
                 "misses": misses,
             }
@@ -40,12 +47,15 @@ def _results(misses: list[str]) -> dict[str, Any]:
     }
 
 
-def test_the_markdown_states_the_verdict_the_knee_and_the_cross_check() -> None:
+def test_the_markdown_states_the_slo_capacity_its_spread_the_knee_and_the_cross_check() -> None:
     text = report.markdown(_results([]), "chart.png")
     assert "**Budget: met.**" in text
+    assert "| by_id | 1,320 | 1,000 | 31.0 / 35.5 / 41.0 | 48 | 91 | 1,500 @ 4 (knee) |" in text
+    assert "SLO capacity **1,320 RPS**" in text
     assert "| 4 | - | 1,500 |" in text
     assert text.count("| knee |") == 1
-    assert "| open loop |" in text
+    assert text.count("| trial |") == 2
+    assert text.count("| repeat |") == 3
     assert "this engine 1,500 RPS, wrk 1,560 RPS" in text
     assert "![RPS and latency against concurrency](chart.png)" in text
 

@@ -57,16 +57,49 @@ class Settings(BaseSettings):
         "in transaction pooling, where the next transaction may run on another server connection.",
     )
 
-    # The server (python -m): excess load gets a fast 503 rather than a queue.
-    limit_concurrency: int = Field(
-        100,
+    # The server (python -m): admission by requests in flight, a cap on sockets, and time and size
+    # limits on every connection, so that no client can hold a pod (see server.py).
+    max_in_flight: int = Field(
+        64,
         ge=1,
         le=100_000,
-        description="Open connections or in-flight requests above which uvicorn answers 503 at once.",
+        description="Requests served at once, probes excluded; one more gets 503 with Retry-After "
+        "at once instead of a place in a queue. `make capacity` measures it.",
+    )
+    limit_concurrency: int = Field(
+        1000,
+        ge=1,
+        le=100_000,
+        description="Open connections, idle keep-alive ones included, above which uvicorn answers "
+        "503 at once: a cap on sockets, set well above what an ingress keeps open; "
+        "MAX_IN_FLIGHT bounds the work.",
+    )
+    timeout_request_head: float = Field(
+        10,
+        gt=0,
+        le=3600,
+        description="Seconds a connection has to send a complete request head, from its opening "
+        "or its first byte; closed otherwise, so that silent or slow clients cannot hold sockets.",
+    )
+    max_request_head_bytes: int = Field(
+        16384,
+        ge=1024,
+        le=1 << 20,
+        description="Largest request head (request line and headers) accepted; 431 above it.",
+    )
+    max_request_headers: int = Field(
+        100, ge=1, le=10_000, description="Most header fields in a request head; 431 above it."
     )
     backlog: int = Field(2048, ge=1, le=65535, description="Listen backlog of the server socket.")
     max_body_bytes: int = Field(
         65536, ge=1, le=1 << 30, description="Largest request body accepted; 413 above it."
+    )
+    max_body_drain_bytes: int = Field(
+        8 << 20,
+        ge=0,
+        le=1 << 30,
+        description="Bytes of a refused (413) body read and discarded so that a client still "
+        "sending receives the 413 instead of a reset; a longer body gets its connection closed.",
     )
     timeout_keep_alive: float = Field(
         5, gt=0, le=3600, description="Seconds an idle keep-alive connection is kept open."

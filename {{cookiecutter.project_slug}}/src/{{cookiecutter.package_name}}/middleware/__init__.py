@@ -13,6 +13,7 @@ from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 from ..observability.metrics import Metrics
 from ..settings import Settings
 from .access_log import AccessLog
+from .admission import AdmissionMiddleware
 from .body_limit import BodySizeLimitMiddleware
 from .edge import EdgeMiddleware
 from .head import HeadAsGetMiddleware
@@ -30,8 +31,9 @@ def middleware_stack(
     settings: Settings, metrics: Metrics, tracing: "Tracing | None" = None
 ) -> list[Middleware]:
     """Outermost first: the request span (TRACING=true) covers everything; the edge (request id,
-    security headers, unhandled errors, metrics, access log) sees every answer, a 413 or a 500
-    included; the body limit and HEAD-as-GET sit right before routing. The edge judges the request
+    security headers, unhandled errors, metrics, access log) sees every answer, a 413, a 500 or a
+    refusal included; admission then refuses a request past MAX_IN_FLIGHT before any other work is
+    done for it; the body limit and HEAD-as-GET sit right before routing. The edge judges the request
     id on the TCP peer, so uvicorn's proxy-headers middleware (here rather than in the server for
     that reason) comes after it and replaces the peer and scheme with what a trusted proxy says;
     CORS (when origins are listed) answers preflights after that."""
@@ -67,8 +69,13 @@ def middleware_stack(
         Middleware(
             EdgeMiddleware, metrics=RequestMetrics(metrics), access_log=access_log, trusted=trusted
         ),
+        Middleware(AdmissionMiddleware, limit=settings.max_in_flight, metrics=metrics),
         *proxy_headers,
         *cors,
-        Middleware(BodySizeLimitMiddleware, max_bytes=settings.max_body_bytes),
+        Middleware(
+            BodySizeLimitMiddleware,
+            max_bytes=settings.max_body_bytes,
+            drain_bytes=settings.max_body_drain_bytes,
+        ),
         Middleware(HeadAsGetMiddleware),
     ]

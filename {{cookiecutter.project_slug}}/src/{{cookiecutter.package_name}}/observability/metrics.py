@@ -49,6 +49,19 @@ class Metrics:
         self.in_flight = Gauge(
             "http_requests_in_flight", "Requests being served.", registry=self.registry
         )
+        self.admission_in_flight = Gauge(
+            "http_admission_in_flight",
+            "Requests admitted and being served, probes excluded (what MAX_IN_FLIGHT bounds).",
+            registry=self.registry,
+        )
+        self.admission_limit = Gauge(
+            "http_admission_limit", "MAX_IN_FLIGHT: requests served at once.", registry=self.registry
+        )
+        self.admission_refused = Counter(
+            "http_admission_refused",
+            "Requests answered 503 at once because MAX_IN_FLIGHT requests were in flight.",
+            registry=self.registry,
+        )
         self.pool_size = Gauge("db_pool_size", "Open pool connections.", registry=self.registry)
         self.pool_idle = Gauge("db_pool_idle", "Idle pool connections.", registry=self.registry)
         self.pool_max = Gauge("db_pool_max_size", "Pool ceiling.", registry=self.registry)
