@@ -157,7 +157,7 @@ def _paced_p99(base: str, knee: float, args: argparse.Namespace) -> dict[str, fl
     target, delay_ms = 0.7 * knee, 10
     connections = max(1, math.ceil(target * (delay_ms + 0.5) / 1000))
     probe = _wrk(base, "by_id", rows=args.rows, duration=3, connections=connections, delay_ms=delay_ms)
-    connections = max(1, min(args.limit_concurrency - 4, round(connections * target / probe["rps"])))
+    connections = max(1, min(args.max_in_flight - 4, round(connections * target / probe["rps"])))
     paced = _wrk(base, "by_id", rows=args.rows, duration=max(args.duration, 5),
                  connections=connections, delay_ms=delay_ms)  # fmt: skip
     return {"target_rps": target, "connections": connections, **paced}
@@ -236,7 +236,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--rows", type=int, default=100_000)
-    parser.add_argument("--limit-concurrency", type=int, default=100, help="the service's LIMIT_CONCURRENCY")
+    parser.add_argument("--max-in-flight", type=int, default=64, help="the service's MAX_IN_FLIGHT")
     parser.add_argument("--apps", nargs="+", default=list(APPS), choices=APPS)
     parser.add_argument("--workloads", nargs="+", default=list(WORKLOADS), choices=WORKLOADS)
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "bench")
