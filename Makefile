@@ -21,8 +21,9 @@ install: $(VENV)/.installed ## Create .venv with cookiecutter and the test tools
 demo: install ## Bake the default service into demo/, serve it on a throwaway PostgreSQL, show it answering
 	$(BIN)/python scripts/demo.py
 
-bench: install ## Side-by-side benchmark (generated vs ceiling, minimal FastAPI, ORM baseline); writes docs/bench/
+bench: install ## Side-by-side benchmark (generated vs ceiling, minimal FastAPI, ORM baseline), then the price of auth and tracing; writes docs/bench/
 	$(BIN)/python -m bench.run
+	$(BIN)/python -m bench.features
 
 test: install ## Run the template's tests: bake variants, lint them, run their suites on PostgreSQL
 	$(BIN)/pytest tests

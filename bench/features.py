@@ -13,7 +13,8 @@ second per variant (median of the rounds) and the ratio to `off`, and writes the
   tracing_1.0     the same with every request sampled
 
 Spans are made but not exported (OTEL_TRACES_EXPORTER=none): the price measured is the service's,
-not a collector's. Run: `.venv/bin/python bench/features.py` (about 3 minutes).
+not a collector's. Run: `.venv/bin/python -m bench.features` (about 3 minutes; `make bench` runs it
+after the side-by-side benchmark).
 """
 
 import argparse
@@ -32,9 +33,8 @@ from typing import Any
 
 import httpx
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.run import LOAD_CORE, POOL_SIZE, SERVER_CORE, WRK, _prepare  # noqa: E402
-from tests.baking import bake, load_module, tool_env  # noqa: E402
+from bench.run import LOAD_CORE, POOL_SIZE, SERVER_CORE, WRK, _prepare
+from tests.baking import bake, load_module, tool_env
 
 API_KEY = "bench-api-key-0123456789"
 VARIANTS: dict[str, tuple[str, dict[str, str]]] = {

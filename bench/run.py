@@ -32,7 +32,7 @@ SERVER_CORE, LOAD_CORE = 0, 1
 APPS = ("generated", "generated_log_off", "ceiling", "minimal", "baseline")
 WORKLOADS = ("by_id", "page", "create", "patch", "delete")
 # Rows seeded ahead of each delete run, per second of it: more than any app deletes in a second.
-DELETABLE_PER_SECOND = 15_000
+DELETABLE_PER_SECOND = 40_000
 POOL_SIZE = 8
 _TUNED = ["--loop", "uvloop", "--http", "httptools", "--no-access-log", "--no-server-header",
           "--no-proxy-headers"]  # fmt: skip
