@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy
+
 
 class Figures:
     def __init__(self, folder: Path) -> None:
@@ -34,9 +36,7 @@ class Figures:
 
 
 def percentile(values: list[float], share: float) -> float:
-    """Nearest-rank percentile; 0 for no values."""
+    """Nearest-rank percentile (numpy's inverted CDF); 0 for no values."""
     if not values:
         return 0.0
-    ordered = sorted(values)
-    rank = max(0, min(len(ordered) - 1, round(share * len(ordered) + 0.5) - 1))
-    return ordered[rank]
+    return float(numpy.percentile(values, share * 100, method="inverted_cdf"))

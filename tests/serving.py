@@ -12,11 +12,12 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 import httpx
 
-from .baking import load_module, tool_env
+from .baking import load_module, run, tool_env
 
 PACKAGE = "inventory_service"  # the default bake's package
 PINNED = shutil.which("taskset") is not None and (os.cpu_count() or 1) >= 2
@@ -87,17 +88,27 @@ def serve_process(command: list[str], cwd: Path, env: dict[str, str], port: int)
 @contextlib.contextmanager
 def scratch_database(postgres_url: str, name: str) -> Iterator[str]:
     """A database of its own on the shared PostgreSQL server, empty, dropped afterwards."""
-    asyncio.run(_execute(postgres_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    asyncio.run(_execute(postgres_url, f'CREATE DATABASE "{name}"'))
+    asyncio.run(fetch(postgres_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    asyncio.run(fetch(postgres_url, f'CREATE DATABASE "{name}"'))
     try:
         yield postgres_url.rsplit("/", 1)[0] + f"/{name}"
     finally:
-        asyncio.run(_execute(postgres_url, f'DROP DATABASE "{name}" WITH (FORCE)'))
+        asyncio.run(fetch(postgres_url, f'DROP DATABASE "{name}" WITH (FORCE)'))
 
 
-async def _execute(url: str, statement: str) -> None:
+@contextlib.contextmanager
+def migrated_database(project: Path, postgres_url: str, name: str) -> Iterator[str]:
+    """A scratch database with the project's migrations applied."""
+    with scratch_database(postgres_url, name) as url:
+        migrated = run(project, sys.executable, "-m", "alembic", "upgrade", "head", DATABASE_URL=url)
+        assert migrated.returncode == 0, migrated.stderr
+        yield url
+
+
+async def fetch(url: str, statement: str, *args: Any) -> list[Any]:
+    """Run one statement on a connection of its own; its rows (none for a command)."""
     connection = await asyncpg.connect(url)
     try:
-        await connection.execute(statement)
+        return await connection.fetch(statement, *args)
     finally:
         await connection.close()

@@ -9,9 +9,17 @@ from typing import Any
 import helm_python
 import pytest
 
-from .baking import load_module, tool_env
-from .charting import DIGEST, EVERYTHING_ON, RELEASE, find, pod_selectors, render, selects
-from .serving import scratch_database, start_service
+from .baking import load_module
+from .charting import (
+    DIGEST,
+    EVERYTHING_ON,
+    RELEASE,
+    find,
+    pod_selectors,
+    render,
+    selects,
+)
+from .serving import migrated_database, start_service
 
 
 def _pod_labels(item: dict[str, Any]) -> dict[str, str]:
@@ -147,12 +155,7 @@ def test_helm_test_script_passes_on_a_served_service_and_fails_without_one(
     default_project: Path, chart: Path, postgres_url: str, tmp_path: Path
 ) -> None:
     script = str(chart / "files" / "helm_test.py")
-    with scratch_database(postgres_url, "helm_test") as url:
-        migrated = subprocess.run(
-            [sys.executable, "-m", "alembic", "upgrade", "head"],
-            cwd=default_project, env=tool_env(default_project, DATABASE_URL=url), capture_output=True, check=False,
-        )  # fmt: skip
-        assert migrated.returncode == 0, migrated.stderr
+    with migrated_database(default_project, postgres_url, "helm_test") as url:
         served = start_service(default_project, url, tmp_path / "service.log")
         try:
             passed = subprocess.run(

@@ -3,41 +3,27 @@ refuse work, and silent or slow ones must not hold the pod. Each test records wh
 (see figures.py and docs/reliability.md)."""
 
 import asyncio
-import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
-import asyncpg
 import httpx
 import pytest
 
-from .baking import run
 from .figures import Figures, percentile
-from .serving import start_service
+from .serving import migrated_database, start_service
 
 pytestmark = pytest.mark.slow
 Stream = tuple[asyncio.StreamReader, asyncio.StreamWriter]
 
 
-async def _execute(url: str, statement: str) -> None:
-    connection = await asyncpg.connect(url)
-    try:
-        await connection.execute(statement)
-    finally:
-        await connection.close()
-
 
 @pytest.fixture(scope="module")
 def database_url(default_project: Path, postgres_url: str) -> Iterator[str]:
     """A migrated database of this module's own on the shared PostgreSQL."""
-    asyncio.run(_execute(postgres_url, 'CREATE DATABASE "connections_check"'))
-    url = postgres_url.rpartition("/")[0] + "/connections_check"
-    migrated = run(default_project, sys.executable, "-m", "alembic", "upgrade", "head", DATABASE_URL=url)
-    assert migrated.returncode == 0, migrated.stderr
-    yield url
-    asyncio.run(_execute(postgres_url, 'DROP DATABASE "connections_check" WITH (FORCE)'))
+    with migrated_database(default_project, postgres_url, "connections_check") as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

@@ -26,7 +26,7 @@ import pytest
 
 from .baking import load_module, run
 from .figures import Figures, percentile
-from .serving import PACKAGE, PINNED, Served, start_service
+from .serving import PACKAGE, PINNED, Served, fetch, start_service
 
 APPLICATION_NAME = "inventory-service"  # the default bake's project_slug
 ITEMS = "/items"
@@ -78,7 +78,7 @@ def postgres(default_project: Path) -> Iterator[Postgres]:
     server.start()
     try:
         url = server.url.rsplit("/", 1)[0] + "/faults"
-        asyncio.run(_execute(server.url, "CREATE DATABASE faults"))
+        asyncio.run(fetch(server.url, "CREATE DATABASE faults"))
         migrated = run(default_project, sys.executable, "-m", "alembic", "upgrade", "head", DATABASE_URL=url)
         assert migrated.returncode == 0, migrated.stderr
         yield Postgres(server, url)
@@ -86,13 +86,6 @@ def postgres(default_project: Path) -> Iterator[Postgres]:
         server.stop("immediate")
         shutil.rmtree(folder, ignore_errors=True)
 
-
-async def _execute(url: str, statement: str, *args: Any) -> Any:
-    connection = await asyncpg.connect(url)
-    try:
-        return await connection.fetch(statement, *args)
-    finally:
-        await connection.close()
 
 
 @pytest.fixture
@@ -121,7 +114,7 @@ async def wait_for(condition: Callable[[], Awaitable[bool]], within: float) -> f
 
 
 async def lock_waiters(url: str) -> int:
-    rows = await _execute(
+    rows = await fetch(
         url,
         "SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'",
         APPLICATION_NAME,
@@ -307,14 +300,14 @@ def test_statement_timeout_cancels_the_query_answers_503_and_keeps_the_connectio
     async def scenario() -> dict[str, Any]:
         async with httpx.AsyncClient(base_url=served.url, timeout=30) as http:
             item = await create_item(http, "slow")
-            before = {row["pid"] for row in await _execute(postgres.url, backends, APPLICATION_NAME)}
+            before = {row["pid"] for row in await fetch(postgres.url, backends, APPLICATION_NAME)}
             async with row_locked(postgres.url, item):
                 began = time.monotonic()
                 cancelled = await http.patch(f"{ITEMS}/{item}", json={"quantity": 9})
                 elapsed = time.monotonic() - began
             after_patch = await http.patch(f"{ITEMS}/{item}", json={"quantity": 5})
             ready = await http.get("/readyz")
-            after = {row["pid"] for row in await _execute(postgres.url, backends, APPLICATION_NAME)}
+            after = {row["pid"] for row in await fetch(postgres.url, backends, APPLICATION_NAME)}
 
         assert cancelled.status_code == 503, cancelled.text
         assert cancelled.headers["content-type"] == PROBLEM
@@ -379,13 +372,13 @@ def test_sigterm_under_write_load_completes_in_flight_requests_and_loses_no_ackn
             await traffic
 
         names = [f"shutdown-{w}-{n}" for w in sent for n in range(1, sent[w] + 1)]
-        rows = await _execute(
+        rows = await fetch(
             postgres.url, "SELECT name, price_cents, quantity FROM items WHERE name = ANY($1::text[])", names
         )
-        connections = await _execute(
+        connections = await fetch(
             postgres.url, "SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = $1", APPLICATION_NAME
         )
-        held_row = await _execute(postgres.url, "SELECT quantity, version FROM items WHERE id = $1", held)
+        held_row = await fetch(postgres.url, "SELECT quantity, version FROM items WHERE id = $1", held)
         return {
             "load": load, "finished": finished, "exited": exited, "refused_after": refused_after,
             "rows": rows, "connections": int(connections[0]["n"]), "held_row": held_row[0],

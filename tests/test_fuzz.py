@@ -1,7 +1,6 @@
 """Property-based fuzzing of the baked service's OpenAPI schema with schemathesis, over TCP against
 the real server process on a real PostgreSQL: no 5xx, and every response as the schema says."""
 
-import asyncio
 import os
 import re
 import secrets
@@ -9,12 +8,11 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import asyncpg
 import pytest
 
 from .baking import run
 from .figures import Figures
-from .serving import Served, start_service
+from .serving import Served, migrated_database, start_service
 
 pytestmark = pytest.mark.slow
 
@@ -30,26 +28,14 @@ HERE = Path(__file__).resolve().parent
 
 @pytest.fixture(scope="module")
 def fuzzed(default_project: Path, postgres_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    name = f"fuzz_{secrets.token_hex(4)}"
-    asyncio.run(_execute(postgres_url, f'CREATE DATABASE "{name}"'))
-    url = postgres_url.rsplit("/", 1)[0] + f"/{name}"
-    migrated = run(default_project, sys.executable, "-m", "alembic", "upgrade", "head", DATABASE_URL=url)
-    assert migrated.returncode == 0, migrated.stderr
-    served = start_service(
-        default_project, url, tmp_path_factory.mktemp("fuzz") / "service.log", LOG_LEVEL="warning", DOCS_IN_PROD="true"
-    )
-    yield served
-    served.process.terminate()
-    served.process.wait(timeout=30)
-    asyncio.run(_execute(postgres_url, f'DROP DATABASE "{name}" WITH (FORCE)'))
+    with migrated_database(default_project, postgres_url, f"fuzz_{secrets.token_hex(4)}") as url:
+        served = start_service(
+            default_project, url, tmp_path_factory.mktemp("fuzz") / "service.log", LOG_LEVEL="warning", DOCS_IN_PROD="true"
+        )
+        yield served
+        served.process.terminate()
+        served.process.wait(timeout=30)
 
-
-async def _execute(url: str, statement: str) -> None:
-    connection = await asyncpg.connect(url)
-    try:
-        await connection.execute(statement)
-    finally:
-        await connection.close()
 
 
 def test_schemathesis_finds_no_server_error_and_no_schema_violation(

@@ -17,7 +17,7 @@ import yaml
 
 from .baking import VENV_BIN, run
 from .charting import EVERYTHING_ON, NAMESPACE, find, render, selects, validate
-from .serving import Served, scratch_database, start_service
+from .serving import Served, migrated_database, start_service
 
 pytestmark = pytest.mark.slow
 K6 = str(VENV_BIN / "k6")
@@ -87,9 +87,7 @@ def _k6_config(project: Path, folder: Path) -> str:
 
 @pytest.fixture(scope="module")
 def served(default_project: Path, postgres_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
-    with scratch_database(postgres_url, "k6_cluster") as url:
-        migrated = run(default_project, sys.executable, "-m", "alembic", "upgrade", "head", DATABASE_URL=url)
-        assert migrated.returncode == 0, migrated.stderr
+    with migrated_database(default_project, postgres_url, "k6_cluster") as url:
         service = start_service(default_project, url, tmp_path_factory.mktemp("k6") / "service.log")
         try:
             yield service

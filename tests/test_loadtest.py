@@ -6,7 +6,6 @@ Short steps on a shared machine: these tests assert what must hold whatever the 
 (consistency, verdicts, budget lines, laws), never a figure measured on one machine.
 """
 
-import asyncio
 import json
 import secrets
 import subprocess
@@ -14,26 +13,17 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
-import asyncpg
 import pytest
 
 from .baking import bake, run, tool_env
-from .serving import free_tcp_port, serve_process
+from .serving import free_tcp_port, migrated_database, serve_process
 
 pytestmark = pytest.mark.slow
 PACKAGE = "inventory_service"
 QUICK = ["--concurrency", "2,8,32", "--step-seconds", "1.5", "--warmup-seconds", "0.5",
          "--search-seconds", "1.5", "--repeats", "3", "--seed-rows", "2000"]  # fmt: skip
 
-
-async def _execute(url: str, statement: str) -> None:
-    connection = await asyncpg.connect(url)
-    try:
-        await connection.execute(statement)
-    finally:
-        await connection.close()
 
 
 @pytest.fixture(scope="module")
@@ -43,13 +33,8 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def database_url(project: Path, postgres_url: str) -> Iterator[str]:
-    name = f"loadtest_{secrets.token_hex(4)}"
-    asyncio.run(_execute(postgres_url, f'CREATE DATABASE "{name}"'))
-    url = urlunsplit(urlsplit(postgres_url)._replace(path=f"/{name}"))
-    migrated = run(project, sys.executable, "-m", "alembic", "upgrade", "head", DATABASE_URL=url)
-    assert migrated.returncode == 0, migrated.stderr
-    yield url
-    asyncio.run(_execute(postgres_url, f'DROP DATABASE "{name}" WITH (FORCE)'))
+    with migrated_database(project, postgres_url, f"loadtest_{secrets.token_hex(4)}") as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

@@ -15,8 +15,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from .baking import TEMPLATE, run
-from .serving import Served, start_service
+from .baking import TEMPLATE
+from .serving import Served, migrated_database, start_service
 
 ITEM_TEMPLATE = "/items/{item_id}"
 
@@ -24,15 +24,8 @@ ITEM_TEMPLATE = "/items/{item_id}"
 @pytest.fixture(scope="module")
 def database_url(default_project: Path, postgres_url: str) -> Iterator[str]:
     """A migrated database of this module's own on the shared PostgreSQL."""
-    name = "middleware_check"
-    base, _, _ = postgres_url.rpartition("/")
-    admin = ["-c", f"import asyncio, asyncpg, sys\nasync def main():\n    c = await asyncpg.connect({postgres_url!r})\n    await c.execute(sys.argv[1])\n    await c.close()\nasyncio.run(main())"]
-    subprocess.run([sys.executable, *admin, f'CREATE DATABASE "{name}"'], check=True)
-    url = f"{base}/{name}"
-    migrated = run(default_project, sys.executable, "-m", "alembic", "upgrade", "head", DATABASE_URL=url)
-    assert migrated.returncode == 0, migrated.stderr
-    yield url
-    subprocess.run([sys.executable, *admin, f'DROP DATABASE "{name}" WITH (FORCE)'], check=True)
+    with migrated_database(default_project, postgres_url, "middleware_check") as url:
+        yield url
 
 
 @contextmanager

@@ -1,6 +1,6 @@
 """`python -m loadtest [run|capacity|k6|probe] ...`: the knee test and its companions.
 
-  run       (default) seed, sweep and knee, SLO capacity search, report, budget verdict (exit 1 on a miss)
+  run       seed, sweep and knee, SLO capacity search, report, budget verdict (exit 1 on a miss)
   capacity  pod sizing from the latest results; --write-helm-values writes the Helm override
   k6        the k6 script against --url with thresholds from budget.toml (exit non-zero on a miss)
   probe     one closed-loop step against any path of --url, printed as JSON
@@ -18,8 +18,6 @@ from .budget import load
 from .capacity import describe, write_helm_values
 from .engine import Engine, Step
 from .search import Limits, Plan, search
-
-COMMANDS = ("run", "capacity", "k6", "probe", "search")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -92,9 +90,6 @@ def _capacity(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if not any(word in COMMANDS for word in argv) and not {"-h", "--help"} & set(argv):
-        argv = _insert_run(argv)  # `python -m loadtest --url X` means `python -m loadtest run --url X`
     args = _parser().parse_args(argv)
     if args.command == "run":
         return run.main(args, run.with_overrides(load(args.budget), args))
@@ -126,17 +121,6 @@ def _search(engine: Engine, mix: tuple[tuple[str, int], ...], args: argparse.Nam
         "trials": [asdict(step) for step in found.trials], "repeats": [asdict(step) for step in found.repeats],
     }))  # fmt: skip
     return 0 if found.slo_rps is not None else 1
-
-
-def _insert_run(options: list[str]) -> list[str]:
-    """Global options first, then `run` and the rest (argparse wants the sub-command in between)."""
-    globals_ = {"--budget", "--results", "--helm-values"}
-    head: list[str] = []
-    rest = list(options)
-    while rest and rest[0] in globals_:
-        head += rest[:2]
-        rest = rest[2:]
-    return [*head, "run", *rest]
 
 
 if __name__ == "__main__":

@@ -1,55 +1,66 @@
-"""`budget.toml` as typed values, and the budget check: one clear line for each item missed."""
+"""`budget.toml` as typed values, and the budget check: one clear line for each item missed.
 
+The tables are pydantic dataclasses: a value of the wrong type, out of its range or under an
+unknown key is refused when the file is read, with the key named.
+"""
+
+import dataclasses
 import tomllib
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import ConfigDict, Field
+from pydantic.dataclasses import dataclass
 
 from .knee import Verdict
 
+_TABLE = ConfigDict(extra="forbid")
+Positive = Annotated[float, Field(gt=0)]
+Share = Annotated[float, Field(gt=0, le=1)]
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, config=_TABLE)
 class ScenarioBudget:
-    min_rps: float
-    max_p99_ms: float
-    max_error_rate: float
-    serving_fraction: float
+    min_rps: Annotated[float, Field(ge=0)]
+    max_p99_ms: Positive
+    max_error_rate: Annotated[float, Field(ge=0, le=1)]
+    serving_fraction: Share
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, config=_TABLE)
 class Sweep:
-    concurrency: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128)
-    step_seconds: float = 5.0
-    warmup_seconds: float = 2.0
-    seed_rows: int = 100_000
+    concurrency: tuple[Annotated[int, Field(ge=1)], ...] = (1, 2, 4, 8, 16, 32, 64, 128)
+    step_seconds: Positive = 5.0
+    warmup_seconds: Annotated[float, Field(ge=0)] = 2.0
+    seed_rows: Annotated[int, Field(ge=0)] = 100_000
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, config=_TABLE)
 class RateSearch:
     """[search]: the open-loop rate search for the SLO capacity (loadtest/search.py)."""
 
-    step_seconds: float = 5.0
-    connections: int = 32
-    start_fraction: float = 0.6
-    growth: float = 1.25
-    precision: float = 0.05
-    repeats: int = 3
+    step_seconds: Positive = 5.0
+    connections: Annotated[int, Field(ge=1)] = 32
+    start_fraction: Positive = 0.6
+    growth: Annotated[float, Field(gt=1)] = 1.25
+    precision: Share = 0.05
+    repeats: Annotated[int, Field(ge=1)] = 3
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, config=_TABLE)
 class CapacityAssumptions:
     scenario: str = "mixed"
-    think_time_s: float = 5.0
-    session_minutes: float = 10.0
-    peak_hour_share: float = 0.15
+    think_time_s: Annotated[float, Field(ge=0)] = 5.0
+    session_minutes: Positive = 10.0
+    peak_hour_share: Share = 0.15
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, config=_TABLE)
 class Budget:
     scenarios: dict[str, ScenarioBudget]
-    sweep: Sweep = field(default_factory=Sweep)
-    search: RateSearch = field(default_factory=RateSearch)
-    capacity: CapacityAssumptions = field(default_factory=CapacityAssumptions)
+    sweep: Sweep = dataclasses.field(default_factory=Sweep)
+    search: RateSearch = dataclasses.field(default_factory=RateSearch)
+    capacity: CapacityAssumptions = dataclasses.field(default_factory=CapacityAssumptions)
 
 
 def parse(document: dict[str, Any]) -> Budget:
@@ -58,9 +69,6 @@ def parse(document: dict[str, Any]) -> Budget:
     scenarios = {
         name: ScenarioBudget(**(defaults | table)) for name, table in document["scenarios"].items()
     }
-    for name, item in scenarios.items():
-        if not 0 < item.serving_fraction <= 1 or not 0 <= item.max_error_rate <= 1:
-            raise ValueError(f"{name}: serving_fraction must be in (0, 1], max_error_rate in [0, 1]")
     sweep = dict(document.get("sweep", {}))
     if "concurrency" in sweep:
         sweep["concurrency"] = tuple(sorted(int(value) for value in sweep["concurrency"]))
@@ -77,7 +85,7 @@ def load(path: Path) -> Budget:
         return parse(tomllib.load(file))
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Outcome:
     """What the budget needs to know about one scenario's run."""
 

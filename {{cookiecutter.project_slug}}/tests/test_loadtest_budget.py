@@ -1,6 +1,7 @@
 """budget.toml: parsed as documented, and checked with one clear line per item missed."""
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -73,3 +74,19 @@ def test_the_shipped_budget_searches_with_repeats() -> None:
     assert search.repeats >= 3
     assert 0 < search.precision <= 0.1
     assert search.growth > 1
+
+
+@pytest.mark.parametrize(
+    ("document", "named"),
+    [
+        ({"scenarios": {"a": {"min_rps": 1, "max_p99_ms": -5}}}, "max_p99_ms"),
+        ({"scenarios": {"a": {"min_rps": "many"}}}, "min_rps"),
+        ({"scenarios": {"a": {"min_rps": 1, "max_p99": 5}}}, "max_p99"),
+        ({"scenarios": {"a": {"min_rps": 1}}, "search": {"growth": 0.5}}, "growth"),
+        ({"scenarios": {"a": {"min_rps": 1}}, "sweep": {"concurrency": [0, 4]}}, "concurrency"),
+    ],
+    ids=["negative-p99", "not-a-number", "unknown-key", "growth-below-one", "zero-concurrency"],
+)
+def test_a_bad_budget_value_is_refused_naming_its_key(document: dict[str, Any], named: str) -> None:
+    with pytest.raises(ValueError, match=named):
+        parse(document)
