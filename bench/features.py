@@ -34,7 +34,7 @@ from typing import Any
 import httpx
 
 from bench.run import LOAD_CORE, POOL_SIZE, SERVER_CORE, WRK, _prepare
-from tests.baking import bake, load_module, tool_env
+from tests.baking import bake, load_dev_module, tool_env
 
 API_KEY = "bench-api-key-0123456789"
 VARIANTS: dict[str, tuple[str, dict[str, str]]] = {
@@ -57,8 +57,9 @@ def _issuer(project: Path) -> Any:
 
 
 def _start(project: Path, env: dict[str, str], port: int, log: Path) -> subprocess.Popen[bytes]:
+    # METRICS_PORT=0: no metrics listener, or the variants would all ask for the same port.
     variables = tool_env(project, PORT=str(port), POOL_MIN_SIZE=str(POOL_SIZE), POOL_MAX_SIZE=str(POOL_SIZE),
-                         APP_ENV="prod", **env)  # fmt: skip
+                         APP_ENV="prod", METRICS_PORT="0", **env)  # fmt: skip
     command = ["taskset", "-c", str(SERVER_CORE), sys.executable, "-m", "inventory_service"]
     process = subprocess.Popen(command, cwd=project, env=variables, stdout=log.open("wb"), stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 60
@@ -94,7 +95,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     os.sched_setaffinity(0, {LOAD_CORE})  # PostgreSQL, wrk and the JWKS server inherit core 1
     work = Path(tempfile.mkdtemp(prefix="bench-features-", dir=args.workdir))
     projects = {auth: bake(work / auth, auth=auth) for auth in ("none", "api_key", "jwt")}
-    devdb = load_module(projects["none"], "inventory_service", "devdb")
+    devdb = load_dev_module(projects["none"], "devdb")
     processes: list[subprocess.Popen[bytes]] = []
     with devdb.ThrowawayPostgres(work / "pgdata") as postgres, _issuer(projects["jwt"]) as issuer:
         migrate = subprocess.run([sys.executable, "-m", "alembic", "upgrade", "head"], cwd=projects["none"],

@@ -21,9 +21,10 @@ from typing import Any
 
 import asyncpg
 import orjson
+from inventory_service.items import (
+    sql,  # the default bake's statements, as the service runs them
+)
 from pydantic import BaseModel, TypeAdapter
-
-from inventory_service.items import sql  # the default bake's statements, as the service runs them
 
 COLUMNS = sql.COLUMNS
 BY_ID = f"SELECT {COLUMNS} FROM items WHERE id = $1"

@@ -24,7 +24,7 @@ import httpx
 import psutil
 
 from bench.report import summarise, write_reports
-from tests.baking import bake, load_module, tool_env
+from tests.baking import bake, load_dev_module, tool_env
 
 ROOT = Path(__file__).resolve().parents[1]
 WRK = Path(__file__).resolve().parent / "wrk"
@@ -183,7 +183,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     os.sched_setaffinity(0, {LOAD_CORE})  # PostgreSQL and wrk inherit core 1 from here
     work = Path(tempfile.mkdtemp(prefix="bench-", dir=args.workdir))
     project = bake(work)
-    devdb = load_module(project, "inventory_service", "devdb")
+    devdb = load_dev_module(project, "devdb")
     processes: dict[str, subprocess.Popen[bytes]] = {}
     with devdb.ThrowawayPostgres(work / "pgdata") as postgres:
         migrate = subprocess.run([sys.executable, "-m", "alembic", "upgrade", "head"], cwd=project,

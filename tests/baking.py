@@ -1,5 +1,6 @@
 """Bake the template into a folder, and run a baked project's own tools."""
 
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -71,3 +72,14 @@ def git_copy_of_template(folder: Path) -> Path:
     git(folder, "add", "-A")
     git(folder, "commit", "-qm", "template v1")
     return folder
+
+
+def load_dev_module(project: Path, module: str) -> Any:
+    """Import a dev-only module that lives beside a baked project's `src/` (e.g. `devdb`)."""
+    name = f"_{project.name.replace('-', '_')}_{module}_{abs(hash(project))}"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, project / f"{module}.py")
+        assert spec is not None and spec.loader is not None, project / f"{module}.py"
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[name])
+    return sys.modules[name]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from .baking import bake, load_module
+from .baking import bake, load_dev_module
 
 
 @pytest.fixture(scope="session")
@@ -23,7 +23,7 @@ def postgres_url(default_project: Path) -> Iterator[str]:
     Its data lives outside pytest's temporary root, which any pytest session starting meanwhile
     resets to 0700: the server's own user could then no longer reach it to stop it.
     """
-    devdb = load_module(default_project, "inventory_service", "devdb")
+    devdb = load_dev_module(default_project, "devdb")
     folder = Path(tempfile.mkdtemp(prefix="template-pg-"))
     try:
         with devdb.ThrowawayPostgres(folder / "data") as server:

@@ -17,7 +17,7 @@ from typing import Any
 import asyncpg
 import httpx
 
-from .baking import load_module, run, tool_env
+from .baking import load_dev_module, run, tool_env
 
 PACKAGE = "inventory_service"  # the default bake's package
 PINNED = shutil.which("taskset") is not None and (os.cpu_count() or 1) >= 2
@@ -36,7 +36,7 @@ class Served:
 
 
 def start_service(project: Path, database_url: str, log: Path, **env: str) -> Served:
-    free_port = load_module(project, PACKAGE, "devdb").free_port
+    free_port = load_dev_module(project, "devdb").free_port
     port, metrics_port = free_port(), free_port()
     command = [sys.executable, "-m", PACKAGE]
     if PINNED:  # the server on core 0, PostgreSQL and the load generator share the other one

@@ -9,7 +9,7 @@ from typing import Any
 import helm_python
 import pytest
 
-from .baking import load_module
+from .baking import load_dev_module
 from .charting import (
     DIGEST,
     EVERYTHING_ON,
@@ -168,7 +168,7 @@ def test_helm_test_script_passes_on_a_served_service_and_fails_without_one(
     steps = [line.split(":")[0] for line in passed.stdout.splitlines()]
     assert steps[0] == "ok   GET /readyz" and steps[-1].endswith(" after DELETE"), steps
     assert len(steps) == 5
-    port = load_module(default_project, "inventory_service", "devdb").free_port()
+    port = load_dev_module(default_project, "devdb").free_port()
     failed = subprocess.run(
         [sys.executable, script],
         env={"BASE_URL": f"http://127.0.0.1:{port}"},

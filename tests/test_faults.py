@@ -24,9 +24,9 @@ import httpx
 import psutil
 import pytest
 
-from .baking import load_module, run
+from .baking import load_dev_module, run
 from .figures import Figures, percentile
-from .serving import PACKAGE, PINNED, Served, fetch, start_service
+from .serving import PINNED, Served, fetch, start_service
 
 APPLICATION_NAME = "inventory-service"  # the default bake's project_slug
 ITEMS = "/items"
@@ -72,7 +72,7 @@ def postgres(default_project: Path) -> Iterator[Postgres]:
     Its data lives outside pytest's temporary root: a pytest session starting meanwhile resets
     that root to 0700, which would stop the server's own user from reaching it on a restart.
     """
-    devdb = load_module(default_project, PACKAGE, "devdb")
+    devdb = load_dev_module(default_project, "devdb")
     folder = Path(tempfile.mkdtemp(prefix="faults-pg-"))
     server = devdb.ThrowawayPostgres(folder / "data")
     server.start()

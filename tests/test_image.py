@@ -15,7 +15,7 @@ import httpx
 import pytest
 import yaml
 
-from .baking import VENV_BIN, load_module, run, tool_env
+from .baking import VENV_BIN, load_dev_module, run, tool_env
 from .serving import scratch_database
 
 
@@ -103,7 +103,7 @@ def test_image_command_serves_and_drains_outside_a_container(default_project: Pa
     compose = yaml.safe_load((default_project / "compose.yaml").read_text())
     migrate = run(default_project, *compose["services"]["migrate"]["command"], DATABASE_URL=fresh_database)
     assert migrate.returncode == 0, migrate.stderr
-    devdb = load_module(default_project, "inventory_service", "devdb")
+    devdb = load_dev_module(default_project, "devdb")
     port = devdb.free_port()
     # PATH inside the image points at /app/.venv; here the template's venv plays that part.
     env = tool_env(default_project, **{key: value for key, value in image_env.items() if key != "PATH"})

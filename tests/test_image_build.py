@@ -24,7 +24,7 @@ import httpx
 import psutil
 import pytest
 
-from .baking import VENV_BIN, load_module
+from .baking import VENV_BIN, load_dev_module
 from .figures import Figures
 from .serving import scratch_database
 
@@ -136,7 +136,7 @@ def test_image_builds_unchanged_and_serves_as_uid_10001_from_an_unwritten_root(
     container = buildah("from", "--pull=never", IMAGE)
     root = Path(buildah("mount", container))
     before = _snapshot(root)
-    port = load_module(default_project, "inventory_service", "devdb").free_port()
+    port = load_dev_module(default_project, "devdb").free_port()
     tmp = tempfile.mkdtemp(prefix="image-tmp-")
     os.chmod(tmp, 0o1777)
     try:

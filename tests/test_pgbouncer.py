@@ -21,7 +21,7 @@ import asyncpg
 import psycopg
 import pytest
 
-from .baking import load_module, run
+from .baking import load_dev_module, load_module, run
 
 PGBOUNCER = shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"
 # PgBouncer refuses to run as root; devdb creates this user to run PostgreSQL the same way.
@@ -81,7 +81,7 @@ def _let_service_user_in(folder: Path) -> dict[str, object]:
 def pgbouncer_url(postgres_url: str, default_project: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     folder = tmp_path_factory.mktemp("pgbouncer")
     server = urlsplit(postgres_url)
-    devdb = load_module(default_project, "inventory_service", "devdb")
+    devdb = load_dev_module(default_project, "devdb")
     port = devdb.free_port()
     (folder / "userlist.txt").write_text('"postgres" ""\n')
     (folder / "pgbouncer.ini").write_text(_config(folder, port, server.hostname or "127.0.0.1", server.port or 5432))

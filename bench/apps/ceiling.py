@@ -9,7 +9,15 @@ from urllib.parse import parse_qs
 import asyncpg
 import orjson
 
-from .common import DATABASE_URL, DELETE, INSERT, POOL_SIZE, SELECT_BY_ID, SELECT_PAGE, UPDATE_QUANTITY
+from .common import (
+    DATABASE_URL,
+    DELETE,
+    INSERT,
+    POOL_SIZE,
+    SELECT_BY_ID,
+    SELECT_PAGE,
+    UPDATE_QUANTITY,
+)
 
 
 class _NoReset(asyncpg.Connection):  # type: ignore[type-arg]

@@ -8,7 +8,15 @@ import asyncpg
 from fastapi import FastAPI, HTTPException, Request, Response
 from pydantic import BaseModel
 
-from .common import DATABASE_URL, DELETE, INSERT, POOL_SIZE, SELECT_BY_ID, SELECT_PAGE, UPDATE_QUANTITY
+from .common import (
+    DATABASE_URL,
+    DELETE,
+    INSERT,
+    POOL_SIZE,
+    SELECT_BY_ID,
+    SELECT_PAGE,
+    UPDATE_QUANTITY,
+)
 
 
 class ItemCreate(BaseModel):

@@ -26,7 +26,7 @@ import pytest
 from fastapi import FastAPI
 
 from {{ cookiecutter.package_name }}.app import create_app
-from {{ cookiecutter.package_name }}.devdb import ThrowawayPostgres, free_port
+from devdb import ThrowawayPostgres, free_port
 from {{ cookiecutter.package_name }}.settings import Settings
 {%- if cookiecutter.auth == "jwt" %}
 

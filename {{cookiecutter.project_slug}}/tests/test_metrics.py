@@ -8,7 +8,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from {{ cookiecutter.package_name }}.devdb import free_port
+from devdb import free_port
 from {{ cookiecutter.package_name }}.observability.metrics import Metrics
 from {{ cookiecutter.package_name }}.observability.metrics_listener import metrics_app, metrics_listener
 

@@ -17,7 +17,7 @@ from starlette.types import Message, Receive, Scope, Send
 from structlog.contextvars import get_contextvars
 
 from {{ cookiecutter.package_name }}.app import create_app
-from {{ cookiecutter.package_name }}.devdb import free_port
+from devdb import free_port
 from {{ cookiecutter.package_name }}.middleware.edge import EdgeMiddleware
 from {{ cookiecutter.package_name }}.middleware.metrics import RequestMetrics
 from {{ cookiecutter.package_name }}.middleware.request_id import TrustedPeers

@@ -11,7 +11,7 @@ import httpx
 import pytest
 from pydantic import ValidationError
 
-from {{ cookiecutter.package_name }}.devdb import free_port
+from devdb import free_port
 from {{ cookiecutter.package_name }}.settings import Settings
 
 

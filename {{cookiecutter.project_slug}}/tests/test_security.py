@@ -17,7 +17,7 @@ import pytest
 from fastapi import FastAPI
 
 from {{ cookiecutter.package_name }}.app import create_app
-from {{ cookiecutter.package_name }}.devdb import free_port
+from devdb import free_port
 from {{ cookiecutter.package_name }}.observability.redaction import MASK, RedactSecrets
 from {{ cookiecutter.package_name }}.settings import Settings
 

@@ -13,7 +13,7 @@ import httpx
 import uvicorn
 from starlette.types import Receive, Scope, Send
 
-from {{ cookiecutter.package_name }}.devdb import free_port
+from devdb import free_port
 from {{ cookiecutter.package_name }}.server import http_config
 from {{ cookiecutter.package_name }}.settings import Settings
 

