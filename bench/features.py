@@ -27,14 +27,12 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from bench.run import LOAD_CORE, POOL_SIZE, SERVER_CORE, WRK, _prepare
 from tests.baking import bake, load_dev_module, tool_env
+from tests.serving import wait_until_answering
 
 API_KEY = "bench-api-key-0123456789"
 VARIANTS: dict[str, tuple[str, dict[str, str]]] = {
@@ -62,17 +60,8 @@ def _start(project: Path, env: dict[str, str], port: int, log: Path) -> subproce
                          APP_ENV="prod", METRICS_PORT="0", **env)  # fmt: skip
     command = ["taskset", "-c", str(SERVER_CORE), sys.executable, "-m", "inventory_service"]
     process = subprocess.Popen(command, cwd=project, env=variables, stdout=log.open("wb"), stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 60
-    while True:  # polling a starting process: there is no event to wait on
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                return process
-        except httpx.TransportError:
-            pass
-        if process.poll() is not None or time.monotonic() > deadline:
-            process.kill()
-            raise RuntimeError(f"did not start; see {log}")
-        time.sleep(0.1)
+    wait_until_answering(process, f"http://127.0.0.1:{port}/healthz", what=f"variant (log: {log})")
+    return process
 
 
 def _wrk(base: str, headers: dict[str, str], args: argparse.Namespace, duration: int) -> float:

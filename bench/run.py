@@ -25,6 +25,7 @@ import psutil
 
 from bench.report import summarise, write_reports
 from tests.baking import bake, load_dev_module, tool_env
+from tests.serving import wait_until_answering
 
 ROOT = Path(__file__).resolve().parents[1]
 WRK = Path(__file__).resolve().parent / "wrk"
@@ -61,17 +62,8 @@ def _start(name: str, project: Path, database_url: str, port: int, logs: Path) -
     log = (logs / f"{name}.log").open("wb")
     command = ["taskset", "-c", str(SERVER_CORE), *_commands(project, port)[name]]
     process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 60
-    while True:  # polling a starting process: there is no event to wait on
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/items/1", timeout=1).status_code == 200:
-                return process
-        except httpx.TransportError:
-            pass
-        if process.poll() is not None or time.monotonic() > deadline:
-            process.kill()
-            raise RuntimeError(f"{name} did not start; see {logs / f'{name}.log'}")
-        time.sleep(0.1)
+    wait_until_answering(process, f"http://127.0.0.1:{port}/items/1", what=f"{name} (log: {logs / f'{name}.log'})")
+    return process
 
 
 def _check_answers(name: str, base: str) -> None:

@@ -8,7 +8,6 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,16 +49,24 @@ def start_service(project: Path, database_url: str, log: Path, **env: str) -> Se
             command, cwd=project, env=tool_env(project, **settings), stdout=sink, stderr=subprocess.STDOUT
         )
     served = Served(process, f"http://127.0.0.1:{port}", port, log, metrics_port)
-    deadline = time.monotonic() + 30
+    wait_until_answering(process, f"{served.url}/readyz", what=f"service (log: {log})")
+    return served
+
+
+def wait_until_answering(
+    process: "subprocess.Popen[bytes]", url: str, *, what: str, seconds: float = 60
+) -> None:
+    """Return once `url` answers 200; kill the process and raise if it exits or time runs out."""
+    deadline = time.monotonic() + seconds
     while True:
         try:
-            if httpx.get(f"{served.url}/readyz", timeout=1).status_code == 200:
-                return served
+            if httpx.get(url, timeout=1).status_code == 200:
+                return
         except httpx.TransportError:
             pass
         if process.poll() is not None or time.monotonic() > deadline:
             process.kill()
-            raise RuntimeError(f"service did not start: {served.output()[-3000:]}")
+            raise RuntimeError(f"{what} did not start")
         time.sleep(0.05)  # polling a process that is starting: there is no event to wait on
 
 
@@ -75,16 +82,10 @@ def serve_process(command: list[str], cwd: Path, env: dict[str, str], port: int)
     /healthz answers."""
     pinned = ["taskset", "-c", "0", *command] if PINNED else command
     process = subprocess.Popen(pinned, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1):
-                return process
-        except OSError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                process.kill()
-                raise RuntimeError(f"{command} did not start") from None
-            time.sleep(0.05)  # polling a process that is starting: there is no event to wait on
+    wait_until_answering(process, f"http://127.0.0.1:{port}/healthz", what=str(command))
+    return process
+
+
 @contextlib.contextmanager
 def scratch_database(postgres_url: str, name: str) -> Iterator[str]:
     """A database of its own on the shared PostgreSQL server, empty, dropped afterwards."""
