@@ -54,7 +54,7 @@ def start_service(project: Path, database_url: str, log: Path, **env: str) -> Se
 
 
 def wait_until_answering(
-    process: "subprocess.Popen[bytes]", url: str, *, what: str, seconds: float = 60
+    process: "subprocess.Popen[Any]", url: str, *, what: str, seconds: float = 60
 ) -> None:
     """Return once `url` answers 200; kill the process and raise if it exits or time runs out."""
     deadline = time.monotonic() + seconds

@@ -7,7 +7,6 @@ import shlex
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,7 +15,7 @@ import pytest
 import yaml
 
 from .baking import VENV_BIN, load_dev_module, run, tool_env
-from .serving import scratch_database
+from .serving import scratch_database, wait_until_answering
 
 
 def _dockerfile_runtime(project: Path) -> tuple[dict[str, str], list[str], str]:
@@ -132,15 +131,8 @@ def test_image_command_serves_and_drains_outside_a_container(default_project: Pa
 
 
 def _wait_until_ready(process: "subprocess.Popen[bytes]", url: str) -> None:
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            if httpx.get(url, timeout=1).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        if process.poll() is not None or time.monotonic() > deadline:
-            process.kill()
-            output, _ = process.communicate()
-            raise AssertionError(f"the image command did not become ready: {output.decode()[-2000:]}")
-        time.sleep(0.05)  # polling a process that is starting: there is no event to wait on
+    try:
+        wait_until_answering(process, url, what="the image command", seconds=30)
+    except RuntimeError:
+        output, _ = process.communicate()
+        raise AssertionError(f"the image command did not become ready: {output.decode()[-2000:]}") from None

@@ -26,7 +26,7 @@ import pytest
 
 from .baking import VENV_BIN, load_dev_module
 from .figures import Figures
-from .serving import scratch_database
+from .serving import scratch_database, wait_until_answering
 
 pytestmark = [
     pytest.mark.slow,
@@ -165,16 +165,10 @@ def _serve_and_drain(run: list[str], command: list[str], port: int) -> dict[str,
     process = subprocess.Popen([*base, *run, *command], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(f"the image did not become ready: {process.communicate()[0][-3000:]}")
-            time.sleep(0.1)  # polling a container that is starting: there is no event to wait on
+        try:
+            wait_until_answering(process, f"{url}/readyz", what="the image")
+        except RuntimeError:
+            raise AssertionError(f"the image did not become ready: {process.communicate()[0][-3000:]}") from None
         created = httpx.post(f"{url}/items", json={"name": "crate", "price_cents": 1200}, timeout=5)
         item = f"{url}/items/{created.json()['id']}"
         statuses = [created.status_code, httpx.get(item, timeout=5).status_code]

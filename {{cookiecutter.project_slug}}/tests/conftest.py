@@ -168,6 +168,19 @@ async def client(app: FastAPI, auth_headers: dict[str, str]) -> AsyncIterator[ht
         yield http
 
 
+def answers_soon(process: "subprocess.Popen[bytes]", url: str, seconds: float = 30) -> bool:
+    """Whether `url` answers 200 before the process exits or `seconds` pass."""
+    deadline = time.monotonic() + seconds
+    while process.poll() is None and time.monotonic() < deadline:
+        try:
+            if httpx.get(url, timeout=1).status_code == 200:
+                return True
+        except httpx.TransportError:
+            pass
+        time.sleep(0.05)  # polling a process that is starting: there is no event to wait on
+    return False
+
+
 @pytest.fixture(scope="session")
 def served_metrics_port() -> int:
     return free_port()
@@ -195,18 +208,10 @@ def served_url(
         stderr=subprocess.PIPE,
     )
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
-                break
-        except httpx.TransportError:
-            pass
-        if process.poll() is not None or time.monotonic() > deadline:
-            process.kill()
-            _, stderr = process.communicate()
-            raise RuntimeError(f"server did not start: {stderr.decode()[-2000:]}")
-        time.sleep(0.05)  # polling a process that is starting: there is no event to wait on
+    if not answers_soon(process, f"{base}/healthz"):
+        process.kill()
+        _, stderr = process.communicate()
+        raise RuntimeError(f"server did not start: {stderr.decode()[-2000:]}")
     yield base
     process.terminate()
     process.wait(timeout=30)

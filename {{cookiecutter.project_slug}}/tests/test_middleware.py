@@ -24,6 +24,8 @@ from {{ cookiecutter.package_name }}.middleware.request_id import TrustedPeers
 from {{ cookiecutter.package_name }}.observability.metrics import Metrics
 from {{ cookiecutter.package_name }}.settings import Settings
 
+from .conftest import answers_soon
+
 BASE = "/{{ cookiecutter.resource_plural }}"
 TEMPLATE = "/{{ cookiecutter.resource_plural }}/{{ '{' }}{{ cookiecutter.resource }}_id{{ '}' }}"
 
@@ -48,16 +50,9 @@ def serve(database_url: str, log: Path, auth_env: dict[str, str], **env: str) ->
             stderr=subprocess.STDOUT,
         )
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
     try:
-        while True:
-            try:
-                httpx.get(f"{base}/healthz", timeout=1)
-                break
-            except httpx.TransportError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(log.read_text()[-2000:]) from None
-                time.sleep(0.05)  # polling a process that is starting: no event to wait on
+        if not answers_soon(process, f"{base}/healthz"):
+            raise RuntimeError(log.read_text()[-2000:])
         yield base
     finally:
         process.terminate()

@@ -123,10 +123,16 @@ def _fast_handler(route: Any) -> Handler:
     dependant: Dependant = route.dependant
     call = dependant.call
     assert call is not None
-    path_params, query_params, header_params = (
-        ParamReader(fields) if fields else None
-        for fields in (dependant.path_params, dependant.query_params, dependant.header_params)
-    )
+    # Each declared kind of parameter, with the request attribute it is read from.
+    readers = [
+        (ParamReader(fields), source)
+        for fields, source in (
+            (dependant.path_params, "path_params"),
+            (dependant.query_params, "query_params"),
+            (dependant.header_params, "headers"),
+        )
+        if fields
+    ]
     body_fields = dependant.body_params
     request_name = dependant.request_param_name
     strict = route.strict_content_type
@@ -164,16 +170,8 @@ def _fast_handler(route: Any) -> Handler:
             values.update(solved.values)
             errors.extend(solved.errors)
             background = solved.background_tasks
-        if path_params is not None:
-            found, failed = path_params.read(request.path_params)
-            values.update(found)
-            errors.extend(failed)
-        if query_params is not None:
-            found, failed = query_params.read(request.query_params)
-            values.update(found)
-            errors.extend(failed)
-        if header_params is not None:
-            found, failed = header_params.read(request.headers)
+        for reader, source in readers:
+            found, failed = reader.read(getattr(request, source))
             values.update(found)
             errors.extend(failed)
         if body_fields:
@@ -199,17 +197,11 @@ def _fast_handler(route: Any) -> Handler:
 
 
 class FastRoute(APIRoute):
-    """An APIRoute whose handler skips what its declaration does not need (see the module doc).
-
-    `fast` says which handler the route got when it was last built.
-    """
-
-    fast: bool
+    """An APIRoute whose handler skips what its declaration does not need (see the module doc)."""
 
     def get_route_handler(self) -> Handler:
         route = _as_included(self)
         reason = _unsupported(route)
-        self.fast = reason is None
         if reason is not None:
             logger.warning("route_runs_standard_handler", path=route.path, reason=reason)
             return super().get_route_handler()
