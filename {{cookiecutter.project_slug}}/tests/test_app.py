@@ -1,8 +1,10 @@
-"""The pool belongs to the lifespan: opened and warmed at start-up, closed at shutdown."""
+"""app.py: the lifespan owns the pool (opened and warmed at start-up, closed at shutdown); the docs
+and the schema are off in production unless DOCS_IN_PROD."""
 
 from typing import Any
 
 import asyncpg
+import httpx
 
 from {{ cookiecutter.package_name }}.app import APPLICATION_NAME, create_app
 from {{ cookiecutter.package_name }}.settings import Settings
@@ -38,12 +40,18 @@ async def test_lifespan_opens_warm_pool_and_closes_it(
     assert await _connections_named(database_url, APPLICATION_NAME) == before
 
 
-async def test_connections_carry_the_statement_timeout(
-    database_url: str, auth_settings: dict[str, Any]
-) -> None:
-    settings = Settings(
-        database_url=database_url, app_env="test", statement_timeout_ms=1234, **auth_settings
-    )
-    app = create_app(settings)
-    async with app.router.lifespan_context(app), app.state.db.connection() as connection:
-        assert await connection.fetchval("SHOW statement_timeout") == "1234ms"
+async def _docs_statuses(settings: Settings) -> list[int]:
+    application = create_app(settings)
+    transport = httpx.ASGITransport(app=application)
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
+        return [(await http.get(path)).status_code for path in ("/docs", "/redoc", "/openapi.json")]
+
+
+async def test_docs_and_schema_are_off_in_prod_by_default(settings: Settings) -> None:
+    assert await _docs_statuses(settings.model_copy(update={"app_env": "prod"})) == [404, 404, 404]
+
+
+async def test_docs_in_prod_setting_turns_docs_and_schema_on(settings: Settings) -> None:
+    on = settings.model_copy(update={"app_env": "prod", "docs_in_prod": True})
+    assert await _docs_statuses(on) == [200, 200, 200]
+    assert await _docs_statuses(settings) == [200, 200, 200]  # dev and test: always on
