@@ -3,23 +3,21 @@ and the schema are off in production unless DOCS_IN_PROD."""
 
 from typing import Any
 
-import asyncpg
 import httpx
 
 from {{ cookiecutter.package_name }}.app import APPLICATION_NAME, create_app
 from {{ cookiecutter.package_name }}.settings import Settings
 
+from .conftest import fetch_value
+
 
 async def _connections_named(url: str, application_name: str) -> int:
-    connection = await asyncpg.connect(url)
-    try:
-        count: int = await connection.fetchval(
-            "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database()",
-            application_name,
-        )
-        return count
-    finally:
-        await connection.close()
+    count: int = await fetch_value(
+        url,
+        "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database()",
+        application_name,
+    )
+    return count
 
 
 async def test_lifespan_opens_warm_pool_and_closes_it(
