@@ -17,7 +17,6 @@ import stat
 import subprocess
 import sys
 from pathlib import Path
-from types import TracebackType
 from typing import Self
 
 _SERVICE_USER = "embedded_postgres"  # PostgreSQL refuses to run as root
@@ -112,12 +111,7 @@ class ThrowawayPostgres:
         self.start()
         return self
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
 

@@ -16,7 +16,7 @@ import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -26,6 +26,7 @@ import httpx
 import pytest
 from devdb import ThrowawayPostgres, free_port
 from fastapi import FastAPI
+from starlette.types import ASGIApp
 
 from {{ cookiecutter.package_name }}.app import create_app
 from {{ cookiecutter.package_name }}.settings import Settings
@@ -189,13 +190,28 @@ async def app(settings: Settings) -> AsyncIterator[FastAPI]:
         yield application
 
 
+def in_process_client(
+    app: ASGIApp, headers: dict[str, str] | None = None, *, base_url: str = "http://test"
+) -> httpx.AsyncClient:
+    """A client that calls `app` (any ASGI app) in-process, with `headers` on every request."""
+    return httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url=base_url, headers=headers
+    )
+
+
+@asynccontextmanager
+async def started(
+    app: FastAPI, headers: dict[str, str] | None = None
+) -> AsyncIterator[httpx.AsyncClient]:
+    """`app` started (its lifespan run: pool, route handlers) and a client of it in-process."""
+    async with app.router.lifespan_context(app), in_process_client(app, headers) as http:
+        yield http
+
+
 @pytest.fixture(scope="session")
 async def client(app: FastAPI, auth_headers: dict[str, str]) -> AsyncIterator[httpx.AsyncClient]:
     """A client of the app in-process, with credentials that may read and write."""
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(
-        transport=transport, base_url="http://test", headers=auth_headers
-    ) as http:
+    async with in_process_client(app, auth_headers) as http:
         yield http
 
 

@@ -3,12 +3,10 @@ and the schema are off in production unless DOCS_IN_PROD."""
 
 from typing import Any
 
-import httpx
-
 from {{ cookiecutter.package_name }}.app import APPLICATION_NAME, create_app
 from {{ cookiecutter.package_name }}.settings import Settings
 
-from .conftest import fetch_value
+from .conftest import fetch_value, in_process_client
 
 
 async def _connections_named(url: str, application_name: str) -> int:
@@ -39,9 +37,7 @@ async def test_lifespan_opens_warm_pool_and_closes_it(
 
 
 async def _docs_statuses(settings: Settings) -> list[int]:
-    application = create_app(settings)
-    transport = httpx.ASGITransport(app=application)
-    async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
+    async with in_process_client(create_app(settings)) as http:
         return [(await http.get(path)).status_code for path in ("/docs", "/redoc", "/openapi.json")]
 
 

@@ -10,14 +10,13 @@ from collections.abc import AsyncIterator
 
 import httpx
 import pytest
-from fastapi import FastAPI
 
 from {{ cookiecutter.package_name }} import conditional
 from {{ cookiecutter.package_name }}.app import create_app
 from {{ cookiecutter.package_name }}.errors import ProblemError
 from {{ cookiecutter.package_name }}.settings import Settings
 
-from .conftest import BASE, PROBLEM, create
+from .conftest import BASE, PROBLEM, create, started
 
 WELL_FORMED = [
     '"1"',
@@ -172,13 +171,9 @@ async def strict_client(
     settings: Settings, auth_headers: dict[str, str]
 ) -> AsyncIterator[httpx.AsyncClient]:
     """A service with REQUIRE_IF_MATCH on."""
-    application: FastAPI = create_app(settings.model_copy(update={"require_if_match": True}))
-    async with application.router.lifespan_context(application):
-        transport = httpx.ASGITransport(app=application)
-        async with httpx.AsyncClient(
-            transport=transport, base_url="http://test", headers=auth_headers
-        ) as http:
-            yield http
+    application = create_app(settings.model_copy(update={"require_if_match": True}))
+    async with started(application, auth_headers) as http:
+        yield http
 
 
 async def test_require_if_match_refuses_blind_writes_with_428(

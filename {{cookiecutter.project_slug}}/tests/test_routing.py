@@ -16,7 +16,7 @@ from {{ cookiecutter.package_name }}.{{ cookiecutter.resource_plural }} import r
 from {{ cookiecutter.package_name }}.routing import FastRoute
 from {{ cookiecutter.package_name }}.settings import Settings
 
-from .conftest import count_rows
+from .conftest import count_rows, started
 
 BASE = "/{{ cookiecutter.resource_plural }}"
 TEMPLATE = "/{{ cookiecutter.resource_plural }}/{{ '{' }}{{ cookiecutter.resource }}_id{{ '}' }}"
@@ -47,12 +47,8 @@ async def guarded_client(
     guard = APIRouter(dependencies=[Depends(_deny)])
     guard.include_router(routes.router)
     app.include_router(guard, prefix="/guarded")
-    async with app.router.lifespan_context(app):
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(
-            transport=transport, base_url="http://test", headers=auth_headers
-        ) as http:
-            yield http
+    async with started(app, auth_headers) as http:
+        yield http
 
 
 async def test_a_dependency_around_the_resource_router_refuses_all_five_routes(
@@ -134,19 +130,14 @@ async def test_every_route_runs_the_fast_handler(
     settings: Settings, standard_handler_calls: list[str], auth_headers: dict[str, str]
 ) -> None:
     # A fresh app: its routes' handlers are built after the standard one started counting.
-    app = create_app(settings)
-    async with app.router.lifespan_context(app):
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(
-            transport=transport, base_url="http://test", headers=auth_headers
-        ) as http:
-            item_id = (await http.post(BASE, json=NEW)).json()["id"]
-            statuses = [
-                (await http.request(method, url, **extra)).status_code
-                for method, url, extra in _five_requests("", item_id)
-            ]
-            statuses.append((await http.get("/healthz")).status_code)
-            statuses.append((await http.get("/readyz")).status_code)
+    async with started(create_app(settings), auth_headers) as http:
+        item_id = (await http.post(BASE, json=NEW)).json()["id"]
+        statuses = [
+            (await http.request(method, url, **extra)).status_code
+            for method, url, extra in _five_requests("", item_id)
+        ]
+        statuses.append((await http.get("/healthz")).status_code)
+        statuses.append((await http.get("/readyz")).status_code)
     assert statuses == [200, 200, 201, 200, 204, 200, 200]
     assert standard_handler_calls == []
 

@@ -15,7 +15,7 @@ from {{ cookiecutter.package_name }}.middleware.edge import EdgeMiddleware
 from {{ cookiecutter.package_name }}.middleware.metrics import RequestMetrics
 from {{ cookiecutter.package_name }}.observability.metrics import Metrics
 
-from ..conftest import BASE, serve
+from ..conftest import BASE, in_process_client, serve
 from .conftest import ROUTE, answering
 
 TEMPLATE = "/{{ cookiecutter.resource_plural }}/{{ '{' }}{{ cookiecutter.resource }}_id{{ '}' }}"
@@ -25,8 +25,7 @@ Events = list[MutableMapping[str, Any]]
 async def _lines(app: Any, log: AccessLog, events: Events, path: str = "/things/42") -> Events:
     """The access lines logged for one GET of `path` through the edge middleware around `app`."""
     edge = EdgeMiddleware(app, metrics=RequestMetrics(Metrics()), access_log=log)
-    transport = httpx.ASGITransport(app=edge)
-    async with httpx.AsyncClient(transport=transport, base_url="http://t") as http:
+    async with in_process_client(edge) as http:
         await http.get(path)
     return [event for event in events if event["event"] == "request"]
 

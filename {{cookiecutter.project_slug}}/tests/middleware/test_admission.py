@@ -9,6 +9,8 @@ from starlette.types import Receive, Scope, Send
 from {{ cookiecutter.package_name }}.middleware.admission import AdmissionMiddleware
 from {{ cookiecutter.package_name }}.observability.metrics import Metrics
 
+from ..conftest import in_process_client
+
 
 class _HeldApp:
     """Answers 200 once `release` is set; tells `entered` of every request that reached it."""
@@ -29,7 +31,7 @@ class _HeldApp:
 
 
 def _client(app: AdmissionMiddleware) -> httpx.AsyncClient:
-    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test")
+    return in_process_client(app)
 
 
 def _sample(metrics: Metrics, name: str) -> float | None:

@@ -15,6 +15,8 @@ from {{ cookiecutter.package_name }}.middleware.metrics import RequestMetrics
 from {{ cookiecutter.package_name }}.middleware.request_id import TrustedPeers
 from {{ cookiecutter.package_name }}.observability.metrics import Metrics
 
+from ..conftest import in_process_client
+
 BASE = "/{{ cookiecutter.resource_plural }}"
 
 
@@ -45,7 +47,7 @@ def _edge(app: Any, metrics: Metrics) -> httpx.AsyncClient:
         access_log=AccessLog(),
         trusted=TrustedPeers("127.0.0.1"),
     )
-    return httpx.AsyncClient(transport=httpx.ASGITransport(app=edge), base_url="http://t")
+    return in_process_client(edge)
 
 
 async def test_every_answer_gets_the_security_headers_and_a_request_id(metrics: Metrics) -> None:

@@ -8,11 +8,12 @@ from {{ cookiecutter.package_name }}.middleware.edge import EdgeMiddleware
 from {{ cookiecutter.package_name }}.middleware.metrics import RequestMetrics
 from {{ cookiecutter.package_name }}.observability.metrics import Metrics
 
+from ..conftest import in_process_client
 from .conftest import ROUTE, answering
 
 
 def _client(app: EdgeMiddleware) -> httpx.AsyncClient:
-    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t")
+    return in_process_client(app)
 
 
 async def test_requests_are_counted_and_timed_by_method_route_template_and_status() -> None:

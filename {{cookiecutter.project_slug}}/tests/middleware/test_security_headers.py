@@ -10,7 +10,7 @@ from {{ cookiecutter.package_name }}.middleware.edge import EdgeMiddleware
 from {{ cookiecutter.package_name }}.middleware.metrics import RequestMetrics
 from {{ cookiecutter.package_name }}.observability.metrics import Metrics
 
-from ..conftest import BASE
+from ..conftest import BASE, in_process_client
 
 
 async def _headers(path: str, scheme: str = "http") -> httpx.Headers:
@@ -22,8 +22,7 @@ async def _headers(path: str, scheme: str = "http") -> httpx.Headers:
         await send({"type": "http.response.body", "body": b"{}"})
 
     edge = EdgeMiddleware(app, metrics=RequestMetrics(Metrics()), access_log=None)
-    transport = httpx.ASGITransport(app=edge)
-    async with httpx.AsyncClient(transport=transport, base_url=f"{scheme}://t") as http:
+    async with in_process_client(edge, base_url=f"{scheme}://t") as http:
         return (await http.get(path)).headers
 
 
@@ -85,7 +84,6 @@ async def test_docs_page_may_load_its_scripts_but_is_not_sniffed_or_framed(
 
 
 async def test_https_requests_get_strict_transport_security(app: FastAPI) -> None:
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="https://test") as http:
+    async with in_process_client(app, base_url="https://test") as http:
         headers = (await http.get("/healthz")).headers
     assert headers["strict-transport-security"].startswith("max-age=")

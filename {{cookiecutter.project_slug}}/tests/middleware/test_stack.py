@@ -11,6 +11,8 @@ from {{ cookiecutter.package_name }}.middleware import middleware_stack
 from {{ cookiecutter.package_name }}.observability.metrics import Metrics
 from {{ cookiecutter.package_name }}.settings import Settings
 
+from ..conftest import started
+
 BASE = "/{{ cookiecutter.resource_plural }}"
 ALLOWED = "https://shop.example"
 PREFLIGHT = {
@@ -30,13 +32,8 @@ async def cors_client(
         cors_max_age=120,
         **auth_settings,
     )
-    app = create_app(settings)
-    async with app.router.lifespan_context(app):
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(
-            transport=transport, base_url="http://test", headers=auth_headers
-        ) as client:
-            yield client
+    async with started(create_app(settings), auth_headers) as client:
+        yield client
 
 
 async def test_a_preflight_from_an_allowed_origin_is_answered_with_its_permissions(

@@ -18,7 +18,7 @@ from opentelemetry.trace import SpanKind
 from {{ cookiecutter.package_name }}.app import create_app
 from {{ cookiecutter.package_name }}.settings import Settings
 
-from ..conftest import serve
+from ..conftest import serve, started
 
 BASE = "/{{ cookiecutter.resource_plural }}"
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -41,12 +41,8 @@ async def traced(
     app = create_app(settings)
     exporter = InMemorySpanExporter()
     app.state.tracing.provider.add_span_processor(SimpleSpanProcessor(exporter))
-    async with app.router.lifespan_context(app):
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(
-            transport=transport, base_url="http://test", headers=auth_headers
-        ) as client:
-            yield client, exporter
+    async with started(app, auth_headers) as client:
+        yield client, exporter
 
 
 def _spans(exporter: InMemorySpanExporter) -> list[ReadableSpan]:
