@@ -3,6 +3,7 @@
 import asyncio
 import contextlib
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -19,6 +20,7 @@ import orjson
 import psutil
 
 from . import project
+from .scenarios import OPERATIONS, RANDOM_BELOW, parts, render
 
 SERVER_CORE = 0
 
@@ -146,8 +148,15 @@ def seed(database_url: str, rows: int) -> list[int]:
     return asyncio.run(_seed(database_url, rows))
 
 
+def seed_ids(database_url: str | None, url: str, rows: int) -> list[int]:
+    """The ids to load: through the database when there is one (any number of rows, one
+    statement), else through the service's API."""
+    return seed(database_url, rows) if database_url else seed_over_http(url, rows)
+
+
 def seed_over_http(url: str, rows: int) -> list[int]:
-    """Without database access: the ids the API lists, creating rows through it when too few."""
+    """Without database access: the ids the API lists, creating rows through it when too few
+    (up to 1,000). The one seeder over HTTP: `make k6` and `make k6-cluster` use it too."""
     ids: list[int] = []
     after = 0
     while len(ids) < rows:
@@ -158,12 +167,18 @@ def seed_over_http(url: str, rows: int) -> list[int]:
         if data["next_after"] is None:
             break
         after = data["next_after"]
+    create = OPERATIONS["create"]
     while len(ids) < min(rows, 1000):
         request = urllib.request.Request(  # noqa: S310
-            f"{url}{project.PREFIX}",
-            data=b'{"name": "seeded by the load test", "price_cents": 100}',
+            url + render(parts(create.path), _random),
+            data=render(parts(create.body or ""), _random).encode(),
             headers={"Content-Type": "application/json"},
+            method=create.method,
         )
         with urllib.request.urlopen(request) as response:  # noqa: S310
             ids.append(orjson.loads(response.read())["id"])
     return ids[:rows]
+
+
+def _random(name: str) -> int:
+    return random.randrange(RANDOM_BELOW)
