@@ -24,7 +24,9 @@ def _parse(request: bytes) -> tuple[str, str, dict[str, str], bytes]:
 
 
 @pytest.mark.parametrize(
-    "operation", [item for item in OPERATIONS.values() if not item.consumes_id], ids=lambda op: op.name
+    "operation",
+    [item for item in OPERATIONS.values() if not item.consumes_id],
+    ids=lambda op: op.name,
 )
 def test_the_engine_sends_each_operation_as_the_table_writes_it(operation: Operation) -> None:
     request, status = build_op(operation, [42])(random.Random(1))
