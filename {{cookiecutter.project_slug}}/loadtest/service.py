@@ -5,7 +5,6 @@ import contextlib
 import os
 import random
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -18,6 +17,7 @@ from urllib.parse import urlsplit
 import asyncpg
 import orjson
 import psutil
+from devdb import free_port
 
 from . import project
 from .scenarios import OPERATIONS, RANDOM_BELOW, parts, render
@@ -50,13 +50,6 @@ def keep_client_off_server_core() -> list[int]:
     return others
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 def wait_until_healthy(
     url: str, process: subprocess.Popen[bytes] | None, timeout: float = 30
 ) -> None:
@@ -81,7 +74,7 @@ def started(database_url: str, *, max_concurrency: int, pin: bool) -> Iterator[T
     sweep so that the sweep and the search measure the service, not the limits; the capacity
     report then says where to set MAX_IN_FLIGHT.
     """
-    port = _free_port()
+    port = free_port()
     command = [sys.executable, "-m", project.PACKAGE]
     pinned = "unpinned"
     if pin and can_pin():
