@@ -169,7 +169,7 @@ def test_service_passes_its_crud_suite_through_pgbouncer_in_transaction_mode(
 ) -> None:
     before = _transactions_through(pgbouncer_url)
     tests = default_project / "tests"
-    suites = [str(path.relative_to(default_project)) for path in (tests / "test_items.py", tests / "test_health.py")]
+    suites = [str(path.relative_to(default_project)) for path in (tests / "items", tests / "test_health.py")]
     result = run(
         default_project,
         sys.executable,
