@@ -30,7 +30,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench.run import LOAD_CORE, POOL_SIZE, SERVER_CORE, WRK, _prepare
+from bench.run import LOAD_CORE, POOL_SIZE, SERVER_CORE, _prepare
+from bench.workloads import Workloads
 from tests.baking import bake, load_dev_module, tool_env
 from tests.serving import wait_until_answering
 
@@ -64,20 +65,11 @@ def _start(project: Path, env: dict[str, str], port: int, log: Path) -> subproce
     return process
 
 
-def _wrk(base: str, headers: dict[str, str], args: argparse.Namespace, duration: int) -> float:
-    script = f"ROWS = {args.rows}\n" + (WRK / f"{args.workload}.lua").read_text() + (WRK / "report.lua").read_text()
-    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as handle:
-        handle.write(script)
-    flags = [item for name, value in headers.items() for item in ("-H", f"{name}: {value}")]
-    try:
-        result = subprocess.run(["wrk", "-t1", f"-c{args.connections}", f"-d{duration}s", *flags, "-s", handle.name, base],
-                                capture_output=True, text=True, check=True, timeout=duration + 30)  # fmt: skip
-    finally:
-        os.unlink(handle.name)
-    raw = json.loads(next(line for line in result.stdout.splitlines() if line.startswith("WRK_JSON ")).removeprefix("WRK_JSON "))
-    if raw["non_2xx"] or raw["socket_errors"]:
-        raise RuntimeError(f"{base}: {raw['non_2xx']} non-2xx answers, {raw['socket_errors']} socket errors")
-    return float(raw["requests"] / (raw["duration_us"] / 1e6))
+def _wrk(base: str, headers: dict[str, str], args: argparse.Namespace, duration: int, workloads: Workloads) -> float:
+    figures = workloads.run(base, args.workload, seconds=duration, connections=args.connections, headers=headers)
+    if figures["errors"]:
+        raise RuntimeError(f"{base}: {figures['errors']} non-2xx answers or socket errors")
+    return float(figures["rps"])
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -85,6 +77,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     work = Path(tempfile.mkdtemp(prefix="bench-features-", dir=args.workdir))
     projects = {auth: bake(work / auth, auth=auth) for auth in ("none", "api_key", "jwt")}
     devdb = load_dev_module(projects["none"], "devdb")
+    workloads = Workloads(projects["none"], args.rows)
     processes: list[subprocess.Popen[bytes]] = []
     with devdb.ThrowawayPostgres(work / "pgdata") as postgres, _issuer(projects["jwt"]) as issuer:
         migrate = subprocess.run([sys.executable, "-m", "alembic", "upgrade", "head"], cwd=projects["none"],
@@ -103,12 +96,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 processes.append(_start(projects[auth], env, port, work / f"{name}.log"))
                 bases[name] = f"http://127.0.0.1:{port}"
             for name in args.variants:  # warm-up, and a check that every answer is a 2xx
-                _wrk(bases[name], headers[VARIANTS[name][0]], args, args.warmup)
+                _wrk(bases[name], headers[VARIANTS[name][0]], args, args.warmup, workloads)
             rps: dict[str, list[float]] = {name: [] for name in args.variants}
             for round_ in range(args.rounds):
                 shift = round_ % len(args.variants)
                 for name in args.variants[shift:] + args.variants[:shift]:
-                    rps[name].append(_wrk(bases[name], headers[VARIANTS[name][0]], args, args.duration))
+                    rps[name].append(_wrk(bases[name], headers[VARIANTS[name][0]], args, args.duration, workloads))
                     print(f"round {round_ + 1} {name:12} {rps[name][-1]:8.0f} rps", flush=True)
         finally:
             for process in processes:

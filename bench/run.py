@@ -7,7 +7,6 @@ with every workload, interleaving the apps round after round. Writes JSON, Markd
 
 import argparse
 import asyncio
-import json
 import math
 import os
 import platform
@@ -24,14 +23,13 @@ import httpx
 import psutil
 
 from bench.report import summarise, write_reports
+from bench.workloads import NAMES, Workloads
 from tests.baking import bake, load_dev_module, tool_env
 from tests.serving import wait_until_answering
 
 ROOT = Path(__file__).resolve().parents[1]
-WRK = Path(__file__).resolve().parent / "wrk"
 SERVER_CORE, LOAD_CORE = 0, 1
 APPS = ("generated", "generated_log_off", "ceiling", "minimal", "baseline")
-WORKLOADS = ("by_id", "page", "create", "patch", "delete")
 # Rows seeded ahead of each delete run, per second of it: more than any app deletes in a second.
 DELETABLE_PER_SECOND = 40_000
 POOL_SIZE = 8
@@ -77,32 +75,6 @@ def _check_answers(name: str, base: str) -> None:
         assert patched.status_code == 200 and patched.json()["quantity"] == 5, name
 
 
-def _wrk(base: str, workload: str, *, rows: int, duration: int, connections: int,
-         delay_ms: int | None = None, start: int = 0) -> dict[str, float]:  # fmt: skip
-    script = f"ROWS = {rows}\nSTART = {start}\n" + (WRK / f"{workload}.lua").read_text()
-    if delay_ms is not None:
-        script = f"DELAY_MS = {delay_ms}\n" + script + (WRK / "paced.lua").read_text()
-    script += (WRK / "report.lua").read_text()
-    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as handle:
-        handle.write(script)
-    try:
-        result = subprocess.run(
-            ["wrk", "-t1", f"-c{connections}", f"-d{duration}s", "-s", handle.name, base],
-            capture_output=True, text=True, check=True, timeout=duration + 30,
-        )  # fmt: skip
-    finally:
-        os.unlink(handle.name)
-    line = next(line for line in result.stdout.splitlines() if line.startswith("WRK_JSON "))
-    raw = json.loads(line.removeprefix("WRK_JSON "))
-    return {
-        "requests": raw["requests"],
-        "rps": raw["requests"] / (raw["duration_us"] / 1e6),
-        "p50_ms": raw["p50_us"] / 1000,
-        "p99_ms": raw["p99_us"] / 1000,
-        "errors": raw["non_2xx"] + raw["socket_errors"],
-    }
-
-
 async def _prepare(url: str, rows: int) -> str:
     connection = await asyncpg.connect(url)
     try:
@@ -136,22 +108,23 @@ async def _seed_deletable(url: str, count: int) -> int:
         await connection.close()
 
 
-def _drive(base: str, workload: str, args: argparse.Namespace, url: str, duration: int) -> dict[str, float]:
-    """One wrk run of `workload`; a delete run first gets rows of its own to delete."""
-    start = 0
-    if workload == "delete":
+def _drive(base: str, workload: str, args: argparse.Namespace, url: str, duration: int,
+           workloads: Workloads) -> dict[str, float]:  # fmt: skip
+    """One wrk run of `workload`; an operation that uses each id once first gets rows of its own."""
+    start = 1
+    if workloads.consumes_ids(workload):
         start = asyncio.run(_seed_deletable(url, DELETABLE_PER_SECOND * duration))
-    return _wrk(base, workload, rows=args.rows, duration=duration, connections=args.connections, start=start)
+    return workloads.run(base, workload, seconds=duration, connections=args.connections, start=start)
 
 
-def _paced_p99(base: str, knee: float, args: argparse.Namespace) -> dict[str, float]:
+def _paced_p99(base: str, knee: float, args: argparse.Namespace, workloads: Workloads) -> dict[str, float]:
     """p99 of by-id reads at 70 % of the knee: wrk paced by a fixed think time per connection."""
     target, delay_ms = 0.7 * knee, 10
     connections = max(1, math.ceil(target * (delay_ms + 0.5) / 1000))
-    probe = _wrk(base, "by_id", rows=args.rows, duration=3, connections=connections, delay_ms=delay_ms)
+    probe = workloads.run(base, "by_id", seconds=3, connections=connections, delay_ms=delay_ms)
     connections = max(1, min(args.max_in_flight - 4, round(connections * target / probe["rps"])))
-    paced = _wrk(base, "by_id", rows=args.rows, duration=max(args.duration, 5),
-                 connections=connections, delay_ms=delay_ms)  # fmt: skip
+    paced = workloads.run(base, "by_id", seconds=max(args.duration, 5), connections=connections,
+                          delay_ms=delay_ms)  # fmt: skip
     return {"target_rps": target, "connections": connections, **paced}
 
 
@@ -175,6 +148,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     os.sched_setaffinity(0, {LOAD_CORE})  # PostgreSQL and wrk inherit core 1 from here
     work = Path(tempfile.mkdtemp(prefix="bench-", dir=args.workdir))
     project = bake(work)
+    workloads = Workloads(project, args.rows)
     devdb = load_dev_module(project, "devdb")
     processes: dict[str, subprocess.Popen[bytes]] = {}
     with devdb.ThrowawayPostgres(work / "pgdata") as postgres:
@@ -192,14 +166,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             runs: dict[str, dict[str, list[dict[str, float]]]] = {a: {w: [] for w in args.workloads} for a in args.apps}
             for workload in args.workloads:  # warm-up: JIT-free Python still fills caches and pools
                 for name in args.apps:
-                    _drive(bases[name], workload, args, postgres.url, args.warmup)
+                    _drive(bases[name], workload, args, postgres.url, args.warmup, workloads)
             for round_ in range(args.rounds):
                 for workload in args.workloads:
                     order = args.apps[round_ % len(args.apps):] + args.apps[:round_ % len(args.apps)]
                     for name in order:  # interleaved, and rotated each round
                         server = psutil.Process(processes[name].pid)
                         cpu_before = sum(server.cpu_times()[:2])
-                        run_ = _drive(bases[name], workload, args, postgres.url, args.duration)
+                        run_ = _drive(bases[name], workload, args, postgres.url, args.duration, workloads)
                         # The server's own CPU per request: what the code costs, whatever else the
                         # shared machine runs meanwhile (throughput moves with that, this much less).
                         cpu = sum(server.cpu_times()[:2]) - cpu_before
@@ -210,7 +184,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             paced = None
             if "generated" in args.apps and "by_id" in args.workloads:
                 knee = statistics.median(run["rps"] for run in runs["generated"]["by_id"])
-                paced = _paced_p99(bases["generated"], knee, args)
+                paced = _paced_p99(bases["generated"], knee, args, workloads)
             rss = {name: psutil.Process(process.pid).memory_info().rss / 2**20 for name, process in processes.items()}
         finally:
             for process in processes.values():
@@ -230,7 +204,7 @@ def main() -> int:
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--max-in-flight", type=int, default=64, help="the service's MAX_IN_FLIGHT")
     parser.add_argument("--apps", nargs="+", default=list(APPS), choices=APPS)
-    parser.add_argument("--workloads", nargs="+", default=list(WORKLOADS), choices=WORKLOADS)
+    parser.add_argument("--workloads", nargs="+", default=list(NAMES), choices=NAMES)
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "bench")
     parser.add_argument("--workdir", type=Path, default=None)
     args = parser.parse_args()

@@ -74,6 +74,18 @@ def git_copy_of_template(folder: Path) -> Path:
     return folder
 
 
+def load_loadtest(project: Path, module: str) -> Any:
+    """Import `loadtest.<module>` from a baked project (its scenario table, its k6 and wrk writers),
+    then forget the package, so that another bake's `loadtest` can be imported after it."""
+    sys.path.insert(0, str(project))
+    try:
+        return importlib.import_module(f"loadtest.{module}")
+    finally:
+        sys.path.remove(str(project))
+        for name in [name for name in sys.modules if name.partition(".")[0] == "loadtest"]:
+            del sys.modules[name]
+
+
 def load_dev_module(project: Path, module: str) -> Any:
     """Import a dev-only module that lives beside a baked project's `src/` (e.g. `devdb`)."""
     name = f"_{project.name.replace('-', '_')}_{module}_{abs(hash(project))}"

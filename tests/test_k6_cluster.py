@@ -4,18 +4,18 @@ runner on its execution segment) with the real k6 against the real service."""
 
 import json
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import httpx
 import jsonschema
 import pytest
 import yaml
 
-from .baking import VENV_BIN, run
+from .baking import VENV_BIN, load_loadtest, run
 from .charting import EVERYTHING_ON, NAMESPACE, find, render, selects, validate
 from .serving import Served, migrated_database, start_service
 
@@ -41,9 +41,9 @@ def _bundle(config_map: dict[str, Any], folder: Path) -> Path:
 
 
 def test_k6_cluster_renders_a_testrun_of_the_same_script_and_budget_valid_against_the_crd(
-    default_project: Path, chart: Path, tmp_path: Path
+    default_project: Path, chart: Path, served: Served, tmp_path: Path
 ) -> None:
-    config_map, test_run = _render(default_project, tmp_path / "k6.yaml", "--pods", "4")
+    config_map, test_run = _render(default_project, tmp_path / "k6.yaml", "--pods", "4", "--seed-url", served.url)
     validate(config_map)
     validate(test_run)  # k6-operator v1.6.0's TestRun schema, unknown fields refused
     assert test_run["spec"]["parallelism"] == 3
@@ -60,6 +60,10 @@ def test_k6_cluster_renders_a_testrun_of_the_same_script_and_budget_valid_agains
     plain = {name: item["stages"][-1]["target"] for name, item in budget_config["options"]["scenarios"].items()}
     assert rates == {name: round(rate * 4) for name, rate in plain.items()}  # --pods 4: four pods' load
     assert config["options"]["thresholds"] == budget_config["options"]["thresholds"]
+    # The ids every runner uses were seeded through the service's API, here, before the run.
+    listed = httpx.get(f"{served.url}/items", params={"limit": 500}).json()["data"]
+    assert config["ids"][: len(listed)] == [row["id"] for row in listed]
+    assert len(config["ids"]) >= 1000
 
     # The runners carry the labels the chart's NetworkPolicy lets in.
     policy = next(item for item in render(chart, EVERYTHING_ON) if item["kind"] == "NetworkPolicy")
@@ -73,16 +77,9 @@ def test_k6_cluster_renders_a_testrun_of_the_same_script_and_budget_valid_agains
 
 def _k6_config(project: Path, folder: Path) -> str:
     """The config `make k6` writes for the same budget (k6's own run is not needed for it)."""
-    sys.path.insert(0, str(project))
-    try:
-        from loadtest import budget, k6
-        from loadtest import project as names
-    finally:
-        sys.path.remove(str(project))
-        for name in [name for name in sys.modules if name == "loadtest" or name.startswith("loadtest.")]:
-            del sys.modules[name]
+    budget, k6, names = (load_loadtest(project, module) for module in ("budget", "k6", "project"))
     loaded = budget.load(names.BUDGET)
-    return json.dumps(k6.config(loaded, url="x", prefix=names.PREFIX, names=list(loaded.scenarios), seconds=60.0))
+    return json.dumps(k6.config(loaded, url="x", ids=[], names=list(loaded.scenarios), seconds=60.0))
 
 
 @pytest.fixture(scope="module")
@@ -140,17 +137,18 @@ def test_two_runners_split_the_load_and_group_every_url_under_its_route_name(
             if point["type"] == "Point" and point["metric"] == "http_reqs":
                 names.add(point["data"]["tags"]["name"])
                 urls.add(point["data"]["tags"]["url"])
-    assert names == {"GET /items", "GET /items/{id}", "POST /items"}
+    # No listing of ids in the script (Python seeded them): only the scenarios' two routes.
+    assert names == {"GET /items/{id}", "POST /items"}
     # k6 files a named request's url tag under its name too: three series, not one per item id.
     assert urls == names
 
 
 class _WrongStatus(BaseHTTPRequestHandler):
-    """Lists 100 ids, then answers each of them 204: a success to http_req_failed, not to the
-    script's `status 200` check."""
+    """Lists 1,000 ids to the seeding, then answers each of them 204: a success to
+    http_req_failed, not to the script's `status 200` check."""
 
     def do_GET(self) -> None:  # noqa: N802 (the name http.server calls)
-        body = json.dumps({"data": [{"id": i} for i in range(1, 101)], "next_after": None}).encode()
+        body = json.dumps({"data": [{"id": i} for i in range(1, 1001)], "next_after": None}).encode()
         status = 200 if "?" in self.path else 204
         self.send_response(status)
         self.send_header("Content-Length", str(len(body) if status == 200 else 0))

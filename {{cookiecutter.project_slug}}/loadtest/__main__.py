@@ -2,7 +2,8 @@
 
 run       seed, sweep and knee, SLO capacity search, report, budget verdict (exit 1 on a miss)
 capacity  pod sizing from the latest results; --write-helm-values writes the Helm override
-k6        the k6 script against --url with thresholds from budget.toml (exit non-zero on a miss)
+k6        the k6 script against --url (ids seeded through its API) with thresholds from
+          budget.toml (exit non-zero on a miss)
 probe     one closed-loop step against any path of --url, printed as JSON
 search    the SLO capacity search against any path of --url, printed as JSON
 """
@@ -15,8 +16,9 @@ from pathlib import Path
 
 from . import k6, project, run, service
 from .budget import load
-from .capacity import describe, write_helm_values
+from .capacity import capacity_from, describe, write_helm_values
 from .engine import Engine, Step
+from .scenarios import Mix, fixed
 from .search import Limits, Plan, search
 
 
@@ -92,7 +94,7 @@ def _capacity(args: argparse.Namespace) -> int:
     if source is None:
         print(f"no results in {args.results}: run `make loadtest` first", file=sys.stderr)
         return 2
-    sizing = run.capacity_from(json.loads(Path(source).read_text()), budget)
+    sizing = capacity_from(json.loads(Path(source).read_text()), budget)
     if sizing is None:
         print(f"{source} has no usable knee (client-bound or failed runs)", file=sys.stderr)
         return 1
@@ -116,17 +118,15 @@ def main(argv: list[str] | None = None) -> int:
         settings = k6.config(
             budget,
             url=args.url,
-            prefix=project.PREFIX,
+            ids=service.seed_over_http(args.url.rstrip("/"), k6.IDS),
             names=names,
             seconds=args.seconds,
             rate_scale=args.rate_scale,
         )
         return k6.run(settings, Path(args.results))
     target = service.running(args.url)
-    mix = ((f"GET {args.path}", 1),)
-    with Engine(
-        target.url, prefix=project.PREFIX, ids=[1], processes=args.processes, server_pid=target.pid
-    ) as engine:
+    mix = fixed(args.path)
+    with Engine(target.url, ids=[1], processes=args.processes, server_pid=target.pid) as engine:
         if args.command == "search":
             return _search(engine, mix, args)
         step = engine.run(mix, concurrency=args.concurrency, duration=args.seconds)
@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _search(engine: Engine, mix: tuple[tuple[str, int], ...], args: argparse.Namespace) -> int:
+def _search(engine: Engine, mix: Mix, args: argparse.Namespace) -> int:
     def trial(rate: float) -> Step:
         return engine.run(mix, rate=rate, duration=args.seconds, connections=args.connections)
 

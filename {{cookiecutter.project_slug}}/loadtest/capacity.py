@@ -9,11 +9,13 @@ peak-hour share, headroom) are stated in budget.toml [capacity] and printed with
 """
 
 import math
+import statistics
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from .budget import CapacityAssumptions
+from .budget import Budget, CapacityAssumptions
+from .knee import Verdict
 
 MIN_BACKLOG = 64
 
@@ -140,3 +142,29 @@ def write_helm_values(capacity: Capacity, source: str, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(helm_values(capacity, source))
     return path
+
+
+def capacity_from(results: dict[str, Any], budget: Budget) -> Capacity | None:
+    """Pod sizing from the capacity scenario's SLO capacity (or the first scenario with one)."""
+    scenarios = results["scenarios"]
+    order = [budget.capacity.scenario, *scenarios]
+    for name in order:
+        scenario = scenarios.get(name)
+        if (
+            scenario
+            and scenario["verdict"] != Verdict.CLIENT_BOUND
+            and scenario["search"]["slo_rps"]
+        ):
+            knee = scenario["steps"][scenario["knee_index"]]
+            repeats = scenario["search"]["repeats"]
+            return size(
+                scenario=name,
+                slo_rps=scenario["search"]["slo_rps"],
+                knee_rps=knee["rps"],
+                knee_concurrency=knee["concurrency"],
+                serving_fraction=scenario["budget"]["serving_fraction"],
+                serving_p50_ms=statistics.median(step["p50_ms"] for step in repeats),
+                max_p99_ms=scenario["budget"]["max_p99_ms"],
+                assumptions=budget.capacity,
+            )
+    return None

@@ -6,7 +6,13 @@ number of pods under test), and a k6-operator TestRun that runs that script on `
 runner pods against the release's Service. k6-operator splits the arrival rates and VUs between
 the runners (k6 execution segments); each runner judges the thresholds on its own share.
 
-    python -m loadtest.cluster --release shop --namespace prod --parallelism 4 --pods 6
+The ids the runners request are seeded here, before any runner starts, through the service's API
+at a URL this machine can reach (`--seed-url`; `--url` when it is reachable from here), and written
+into the config, so every runner uses the same ids:
+
+    kubectl -n prod port-forward svc/shop-<chart> 8080:80 &
+    python -m loadtest.cluster --release shop --namespace prod --parallelism 4 --pods 6 \
+        --seed-url http://127.0.0.1:8080
     kubectl apply -f loadtest/results/k6-cluster.yaml
 """
 
@@ -16,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from . import k6, project
+from . import k6, project, service
 from .budget import load
 
 CHART = project.HELM_VALUES.parent.name
@@ -87,6 +93,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--service-port", type=int, default=80, help="service.port of the chart")
     parser.add_argument("--url", help="target instead of the release's Service")
+    parser.add_argument(
+        "--seed-url",
+        help="the service as this machine reaches it (kubectl port-forward), to seed the ids "
+        "through its API; default: --url",
+    )
     parser.add_argument("--scenarios", type=lambda text: text.split(","), help="comma-separated")
     parser.add_argument("--seconds", type=float, default=60.0, help="steady part of each scenario")
     parser.add_argument("--name", default=f"{CHART}-load", help="TestRun name")
@@ -100,12 +111,20 @@ def main(argv: list[str] | None = None) -> int:
     if args.parallelism < 1 or args.pods <= 0:
         print("--parallelism must be at least 1 and --pods above 0", file=sys.stderr)
         return 2
+    seed_url = args.seed_url or args.url
+    if seed_url is None:
+        print(
+            "--seed-url is needed to seed the ids through the service's API, e.g. after "
+            "`kubectl port-forward svc/<release>-<chart> 8080:80`: --seed-url http://127.0.0.1:8080",
+            file=sys.stderr,
+        )
+        return 2
     budget = load(args.budget)
     url = args.url or service_url(args.release, args.namespace, args.service_port)
     settings = k6.config(
         budget,
         url=url,
-        prefix=project.PREFIX,
+        ids=service.seed_over_http(seed_url.rstrip("/"), k6.IDS),
         names=args.scenarios or list(budget.scenarios),
         seconds=args.seconds,
         rate_scale=args.pods,

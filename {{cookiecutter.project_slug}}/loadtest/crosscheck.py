@@ -1,29 +1,14 @@
 """The same scenario through wrk, back to back with this engine: the engine's own calibration."""
 
-import json
-import shutil
-import subprocess
-import tempfile
-from pathlib import Path
+import statistics
+from typing import Any
+
+from . import wrk
+from .engine import Engine
+from .scenarios import SCENARIOS
 
 AGREEMENT = 0.15
-# wrk's Lua: random ids in the seeded range, and a JSON line with what the comparison needs.
-_SCRIPT = """
-math.randomseed(os.time())
-request = function()
-  return wrk.format("GET", "%(prefix)s/" .. math.random(%(low)d, %(high)d))
-end
-done = function(summary, latency, requests)
-  local e = summary.errors
-  io.write(string.format('{"requests": %%d, "duration_us": %%d, "errors": %%d, "p99_us": %%d}\\n',
-    summary.requests, summary.duration, e.connect + e.read + e.write + e.status + e.timeout,
-    latency:percentile(99)))
-end
-"""
-
-
-def available() -> bool:
-    return shutil.which("wrk") is not None
+SCENARIO = "by_id"
 
 
 def whole_seconds(seconds: float) -> int:
@@ -31,31 +16,35 @@ def whole_seconds(seconds: float) -> int:
     return max(1, round(seconds))
 
 
-def wrk_by_id(
-    url: str, prefix: str, ids: list[int], *, concurrency: int, seconds: int, threads: int
-) -> dict[str, float]:
-    """RPS and errors of wrk on the by-id read at `concurrency` connections (ids contiguous)."""
-    with tempfile.TemporaryDirectory() as folder:
-        script = Path(folder) / "by_id.lua"
-        script.write_text(_SCRIPT % {"prefix": prefix, "low": min(ids), "high": max(ids)})
-        result = subprocess.run(
-            [
-                "wrk",
-                f"-t{max(1, min(threads, concurrency))}",
-                f"-c{concurrency}",
-                f"-d{seconds}s",
-                "-s",
-                str(script),
-                url,
-            ],
-            capture_output=True,
-            text=True,
-            timeout=seconds + 30,
-            check=True,
-        )
-    summary = json.loads(result.stdout.strip().splitlines()[-1])
+def cross_check(
+    engine: Engine, url: str, ids: list[int], concurrency: int, step_seconds: float, threads: int
+) -> dict[str, Any]:
+    """This engine and wrk alternately (engine, wrk, engine, wrk, engine) on the by-id scenario at
+    `concurrency` (the knee), within a minute or so; medians compared, so that one noisy run cannot
+    decide. The ids must be contiguous: wrk draws them from their range."""
+    mix = SCENARIOS[SCENARIO]
+    seconds = whole_seconds(step_seconds)
+    lua = wrk.script(mix, low=min(ids), high=max(ids))
+    engine_runs: list[float] = []
+    wrk_runs: list[dict[str, float]] = []
+    for turn in range(5):
+        if turn % 2 == 0:
+            engine_runs.append(engine.run(mix, concurrency=concurrency, duration=seconds).rps)
+        else:
+            wrk_runs.append(
+                wrk.run(url, lua, connections=concurrency, seconds=seconds, threads=threads)
+            )
+    engine_rps = statistics.median(engine_runs)
+    wrk_rps = statistics.median(run["rps"] for run in wrk_runs)
+    ratio = engine_rps / wrk_rps if wrk_rps else 0.0
     return {
-        "rps": summary["requests"] / (summary["duration_us"] / 1e6),
-        "errors": summary["errors"],
-        "p99_ms": summary["p99_us"] / 1000,
+        "concurrency": concurrency,
+        "seconds": seconds,
+        "engine_rps": round(engine_rps, 1),
+        "engine_runs_rps": engine_runs,
+        "wrk_rps": round(wrk_rps, 1),
+        "wrk_runs_rps": [round(run["rps"], 1) for run in wrk_runs],
+        "wrk_errors": sum(run["errors"] for run in wrk_runs),
+        "ratio": round(ratio, 4),
+        "agree": abs(ratio - 1) <= AGREEMENT,
     }

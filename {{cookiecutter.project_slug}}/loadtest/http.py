@@ -10,7 +10,7 @@ import asyncio
 import random
 from collections.abc import Callable, Sequence
 
-import orjson
+from .scenarios import RANDOM_BELOW, Mix, Operation, parts, render
 
 Op = Callable[[random.Random], tuple[bytes, int]]  # a request's bytes and its expected status
 
@@ -50,39 +50,30 @@ def _request(method: str, target: str, body: bytes | None = None) -> bytes:
     )
 
 
-def build_op(kind: str, prefix: str, ids: Sequence[int]) -> Op:
-    """The request factory of one operation: a scenario's building block.
+def build_op(operation: Operation, ids: Sequence[int]) -> Op:
+    """The request factory of one operation of the scenario table (loadtest/scenarios.py)."""
+    if operation.consumes_id:
+        raise ValueError(f"{operation.name} uses each id once; the engine draws ids at random")
+    path = parts(operation.path)
+    body = parts(operation.body) if operation.body is not None else None
+    method, status = operation.method, operation.status
+    if len(path) == 1 and body is None:
+        fixed = _request(method, path[0])
+        return lambda rng: (fixed, status)
 
-    Kinds: `by_id`, `page`, `create`, `patch`, or a literal `GET /path` for a fixed request.
-    """
-    if kind == "by_id":
-        return lambda rng: (_request("GET", f"{prefix}/{rng.choice(ids)}"), 200)
-    if kind == "page":
-        return lambda rng: (_request("GET", f"{prefix}?limit=20&after={rng.choice(ids)}"), 200)
-    if kind == "create":
+    def request(rng: random.Random) -> tuple[bytes, int]:
+        def value(name: str) -> int:
+            return rng.choice(ids) if name == "id" else rng.randrange(RANDOM_BELOW)
 
-        def create(rng: random.Random) -> tuple[bytes, int]:
-            body = {"name": f"load {rng.randrange(10**9)}", "price_cents": rng.randrange(10**6)}
-            return _request("POST", prefix, orjson.dumps(body)), 201
+        content = render(body, value).encode() if body is not None else None
+        return _request(method, render(path, value), content), status
 
-        return create
-    if kind == "patch":
-
-        def patch(rng: random.Random) -> tuple[bytes, int]:
-            body = orjson.dumps({"quantity": rng.randrange(10**6)})
-            return _request("PATCH", f"{prefix}/{rng.choice(ids)}", body), 200
-
-        return patch
-    method, _, target = kind.partition(" ")
-    if method not in {"GET", "HEAD", "DELETE"} or not target.startswith("/"):
-        raise ValueError(f"unknown operation {kind!r}")
-    fixed = _request(method, target)
-    return lambda rng: (fixed, 200)
+    return request
 
 
-def build_mix(mix: Sequence[tuple[str, int]], prefix: str, ids: Sequence[int]) -> Op:
-    """One op that picks among weighted ops, e.g. [("by_id", 80), ("patch", 20)]."""
-    ops = [build_op(kind, prefix, ids) for kind, _ in mix]
+def build_mix(mix: Mix, ids: Sequence[int]) -> Op:
+    """One op that picks among weighted ops, e.g. SCENARIOS["mixed"]: by id 80, patch 20."""
+    ops = [build_op(operation, ids) for operation, _ in mix]
     if len(ops) == 1:
         return ops[0]
     weights = [weight for _, weight in mix]

@@ -1,5 +1,7 @@
-"""`make k6`: the k6 script driven by the budget. Its thresholds are generated here, from
-budget.toml, into a JSON config the script reads: one source of truth, no number copied by hand."""
+"""`make k6`: the generic k6 script (loadtest/k6/crud.js) driven by a JSON config generated here:
+the scenarios' operations and mixes from the scenario table (loadtest/scenarios.py), their arrival
+rates and thresholds from budget.toml, and the ids to use, seeded beforehand by Python
+(loadtest/service.py). One source of truth for each, no number or request copied by hand."""
 
 import json
 import shutil
@@ -9,24 +11,28 @@ from pathlib import Path
 from typing import Any
 
 from .budget import Budget
+from .scenarios import RANDOM_BELOW, SCENARIOS, parts
 
 SCRIPT = Path(__file__).resolve().parent / "k6" / "crud.js"
 THRESHOLD_FAILED = 99  # k6's exit code when a threshold is crossed
+IDS = 5000  # the ids k6 draws from: enough to spread the reads, small enough for a ConfigMap
 
 
 def config(
     budget: Budget,
     *,
     url: str,
-    prefix: str,
+    ids: list[int],
     names: list[str],
     seconds: float,
     rate_scale: float = 1.0,
 ) -> dict[str, Any]:
     """k6 scenarios (ramping arrival rate up to the serving load the budget promises, one after
-    another) and their thresholds."""
+    another), their thresholds, and the requests of each from the scenario table."""
     scenarios: dict[str, Any] = {}
     thresholds: dict[str, list[str]] = {}
+    operations: dict[str, Any] = {}
+    mixes: dict[str, list[dict[str, Any]]] = {}
     ramp = max(1.0, seconds / 3)
     start = 0.0
     for name in names:
@@ -34,7 +40,6 @@ def config(
         rate = max(1, round(limits.min_rps * limits.serving_fraction * rate_scale))
         scenarios[name] = {
             "executor": "ramping-arrival-rate",
-            "exec": name,
             "startTime": f"{start:g}s",
             "startRate": max(1, rate // 10),
             "timeUnit": "1s",
@@ -49,9 +54,21 @@ def config(
         tag = "{scenario:" + name + "}"
         thresholds[f"http_req_duration{tag}"] = [f"p(99)<{limits.max_p99_ms:g}"]
         thresholds[f"http_req_failed{tag}"] = [f"rate<={limits.max_error_rate:g}"]
+        mixes[name] = [{"operation": op.name, "weight": weight} for op, weight in SCENARIOS[name]]
+        for op, _ in SCENARIOS[name]:
+            operations[op.name] = {
+                "method": op.method,
+                "path": parts(op.path),
+                "body": parts(op.body) if op.body is not None else None,
+                "status": op.status,
+                "route": op.route,
+            }
     return {
         "base_url": url.rstrip("/"),
-        "prefix": prefix,
+        "operations": operations,
+        "mixes": mixes,
+        "random_below": RANDOM_BELOW,
+        "ids": ids[:IDS],
         "options": {"scenarios": scenarios, "thresholds": thresholds},
     }
 

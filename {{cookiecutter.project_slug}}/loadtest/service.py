@@ -3,8 +3,8 @@
 import asyncio
 import contextlib
 import os
+import random
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -17,8 +17,10 @@ from urllib.parse import urlsplit
 import asyncpg
 import orjson
 import psutil
+from devdb import free_port
 
 from . import project
+from .scenarios import OPERATIONS, RANDOM_BELOW, parts, render
 
 SERVER_CORE = 0
 
@@ -48,13 +50,6 @@ def keep_client_off_server_core() -> list[int]:
     return others
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 def wait_until_healthy(
     url: str, process: subprocess.Popen[bytes] | None, timeout: float = 30
 ) -> None:
@@ -79,7 +74,7 @@ def started(database_url: str, *, max_concurrency: int, pin: bool) -> Iterator[T
     sweep so that the sweep and the search measure the service, not the limits; the capacity
     report then says where to set MAX_IN_FLIGHT.
     """
-    port = _free_port()
+    port = free_port()
     command = [sys.executable, "-m", project.PACKAGE]
     pinned = "unpinned"
     if pin and can_pin():
@@ -146,8 +141,15 @@ def seed(database_url: str, rows: int) -> list[int]:
     return asyncio.run(_seed(database_url, rows))
 
 
+def seed_ids(database_url: str | None, url: str, rows: int) -> list[int]:
+    """The ids to load: through the database when there is one (any number of rows, one
+    statement), else through the service's API."""
+    return seed(database_url, rows) if database_url else seed_over_http(url, rows)
+
+
 def seed_over_http(url: str, rows: int) -> list[int]:
-    """Without database access: the ids the API lists, creating rows through it when too few."""
+    """Without database access: the ids the API lists, creating rows through it when too few
+    (up to 1,000). The one seeder over HTTP: `make k6` and `make k6-cluster` use it too."""
     ids: list[int] = []
     after = 0
     while len(ids) < rows:
@@ -158,12 +160,18 @@ def seed_over_http(url: str, rows: int) -> list[int]:
         if data["next_after"] is None:
             break
         after = data["next_after"]
+    create = OPERATIONS["create"]
     while len(ids) < min(rows, 1000):
         request = urllib.request.Request(  # noqa: S310
-            f"{url}{project.PREFIX}",
-            data=b'{"name": "seeded by the load test", "price_cents": 100}',
+            url + render(parts(create.path), _random),
+            data=render(parts(create.body or ""), _random).encode(),
             headers={"Content-Type": "application/json"},
+            method=create.method,
         )
         with urllib.request.urlopen(request) as response:  # noqa: S310
             ids.append(orjson.loads(response.read())["id"])
     return ids[:rows]
+
+
+def _random(name: str) -> int:
+    return random.randrange(RANDOM_BELOW)

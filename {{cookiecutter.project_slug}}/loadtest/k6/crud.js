@@ -1,21 +1,14 @@
-// The service's scenarios for k6. Everything that varies (base URL, resource path, arrival rates,
-// thresholds) comes from the JSON config that `python -m loadtest k6` generates from
-// loadtest/budget.toml, so the budget has one source of truth. Run it with `make k6`, or in a
-// cluster with k6-operator (`make k6-cluster`), where the config sits next to this script.
+// The service's scenarios for k6, generic: everything comes from the JSON config that
+// `python -m loadtest k6` generates. The requests of each scenario (method, path, body, expected
+// status, route name) and their weights from the scenario table, loadtest/scenarios.py; arrival
+// rates and thresholds from loadtest/budget.toml; the ids to use, seeded by Python beforehand.
+// Run it with `make k6`, or in a cluster with k6-operator (`make k6-cluster`), where the config
+// sits next to this script.
 import http from 'k6/http';
 import { check } from 'k6';
+import exec from 'k6/execution';
 
 const config = JSON.parse(open(__ENV.K6_CONFIG || './k6-config.json'));
-const base = config.base_url + config.prefix;
-const json = { headers: { 'Content-Type': 'application/json' } };
-// One metric series per route, not one per URL: every request is tagged with its route's name.
-const names = {
-  list: `GET ${config.prefix}`,
-  byId: `GET ${config.prefix}/{id}`,
-  page: `GET ${config.prefix}?limit&after`,
-  create: `POST ${config.prefix}`,
-  patch: `PATCH ${config.prefix}/{id}`,
-};
 
 // A check that fails (a 2xx other than the one expected included) counts against the same error
 // budget as a failed request: each scenario's http_req_failed threshold, `rate<=E`, gets a checks
@@ -32,52 +25,36 @@ function withChecksThresholds(options) {
 
 export const options = Object.assign({ discardResponseBodies: true }, withChecksThresholds(config.options));
 
-// The ids the API lists (keyset pages), read once before the load starts.
-export function setup() {
-  const ids = [];
-  let after = 0;
-  while (ids.length < 5000) {
-    const params = { responseType: 'text', tags: { name: names.list } };
-    const page = http.get(`${base}?limit=500&after=${after}`, params).json();
-    for (const row of page.data) ids.push(row.id);
-    if (page.next_after === null) break;
-    after = page.next_after;
+const values = {
+  id: () => config.ids[Math.floor(Math.random() * config.ids.length)],
+  n: () => Math.floor(Math.random() * config.random_below),
+};
+
+// A template as the table splits it: literal text at even places, placeholder names at odd ones.
+function render(parts) {
+  return parts.map((part, index) => (index % 2 === 0 ? part : String(values[part]()))).join('');
+}
+
+function pick(mix) {
+  const total = mix.reduce((sum, item) => sum + item.weight, 0);
+  let left = Math.random() * total;
+  for (const item of mix) {
+    left -= item.weight;
+    if (left < 0) return config.operations[item.operation];
   }
-  while (ids.length < 100) {
-    const body = JSON.stringify({ name: 'seeded by k6', price_cents: 100 });
-    const params = Object.assign({ responseType: 'text', tags: { name: names.create } }, json);
-    ids.push(http.post(base, body, params).json().id);
+  return config.operations[mix[mix.length - 1].operation];
+}
+
+// Every scenario runs this: one request of the running scenario's mix. One metric series per
+// route, not one per URL: every request is tagged with its route's name.
+export default function () {
+  const operation = pick(config.mixes[exec.scenario.name]);
+  const params = { tags: { name: operation.route } };
+  let body = null;
+  if (operation.body !== null) {
+    body = render(operation.body);
+    params.headers = { 'Content-Type': 'application/json' };
   }
-  return { ids };
-}
-
-function pick(ids) {
-  return ids[Math.floor(Math.random() * ids.length)];
-}
-
-export function by_id(data) {
-  const response = http.get(`${base}/${pick(data.ids)}`, { tags: { name: names.byId } });
-  check(response, { 'status 200': (r) => r.status === 200 });
-}
-
-export function page(data) {
-  const response = http.get(`${base}?limit=20&after=${pick(data.ids)}`, { tags: { name: names.page } });
-  check(response, { 'status 200': (r) => r.status === 200 });
-}
-
-export function create() {
-  const body = JSON.stringify({ name: `k6 ${Math.random()}`, price_cents: 100 });
-  const response = http.post(base, body, Object.assign({ tags: { name: names.create } }, json));
-  check(response, { 'status 201': (r) => r.status === 201 });
-}
-
-export function patch(data) {
-  const body = JSON.stringify({ quantity: Math.floor(Math.random() * 1000) });
-  const params = Object.assign({ tags: { name: names.patch } }, json);
-  check(http.patch(`${base}/${pick(data.ids)}`, body, params), { 'status 200': (r) => r.status === 200 });
-}
-
-export function mixed(data) {
-  if (Math.random() < 0.8) by_id(data);
-  else patch(data);
+  const response = http.request(operation.method, config.base_url + render(operation.path), body, params);
+  check(response, { [`status ${operation.status}`]: (r) => r.status === operation.status });
 }

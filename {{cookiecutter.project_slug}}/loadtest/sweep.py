@@ -1,0 +1,118 @@
+"""One scenario of `make loadtest`: the closed-loop sweep and its knee, then the SLO capacity
+search, printed step by step and judged against the scenario's budget."""
+
+from dataclasses import asdict
+from typing import Any
+
+from . import report
+from .budget import Budget, Outcome, check
+from .engine import Engine, Step
+from .knee import CLIENT_CPU_SATURATED, SERVER_CPU_SATURATED, Point, Verdict, judge
+from .scenarios import SCENARIOS
+from .search import Limits, Plan, passes, search
+
+WARMUP_CONCURRENCY = 8
+
+
+def say(line: str) -> None:
+    print(line, flush=True)
+
+
+def sweep(
+    engine: Engine, name: str, budget: Budget, capacity_rps: float, client_cores: int
+) -> dict[str, Any]:
+    mix = SCENARIOS[name]
+    limits = budget.scenarios[name]
+    sweep = budget.sweep
+    if sweep.warmup_seconds > 0:
+        engine.run(mix, concurrency=WARMUP_CONCURRENCY, duration=sweep.warmup_seconds)
+    say(f"\n{name}\n{report.header()}")
+    steps: list[Step] = []
+    for concurrency in sweep.concurrency:
+        steps.append(engine.run(mix, concurrency=concurrency, duration=sweep.step_seconds))
+        say(report.row(asdict(steps[-1])))
+    points = [
+        Point(step.concurrency or 0, step.rps, step.client_cpu, step.server_cpu, step.p99_ms)
+        for step in steps
+    ]
+    verdict, index = judge(points, capacity_rps, client_cores)
+    knee = steps[index]
+    say(f"{verdict}: {knee.rps:,.0f} RPS at {knee.concurrency} concurrent")
+    found = _search(
+        engine, name, budget, knee.rps if verdict is not Verdict.CLIENT_BOUND else 0.0, client_cores
+    )
+    judged = [*steps[: index + 1], *found["repeats"]]
+    requests = sum(step.requests for step in judged)
+    error_rate = sum(step.errors for step in judged) / requests if requests else 1.0
+    outcome = Outcome(
+        verdict=verdict,
+        slo_rps=found["slo_rps"],
+        error_rate=error_rate,
+        client_bound=found["client_bound"],
+    )
+    return {
+        "budget": asdict(limits),
+        "steps": [asdict(step) for step in steps],
+        "verdict": str(verdict),
+        "knee_index": index,
+        "search": found
+        | {
+            "trials": [asdict(step) for step in found["trials"]],
+            "repeats": [asdict(step) for step in found["repeats"]],
+        },
+        "error_rate": error_rate,
+        "misses": check(name, limits, outcome),
+    }
+
+
+def _search(
+    engine: Engine, name: str, budget: Budget, knee_rps: float, client_cores: int
+) -> dict[str, Any]:
+    """The SLO capacity of one scenario (loadtest/search.py), printed trial by trial."""
+    limits, plan = budget.scenarios[name], budget.search
+    checked = Limits(limits.max_p99_ms, limits.max_error_rate)
+    start = plan.start_fraction * knee_rps if knee_rps > 0 else limits.min_rps
+
+    def trial(rate: float) -> Step:
+        step = engine.run(
+            SCENARIOS[name], rate=rate, duration=plan.step_seconds, connections=plan.connections
+        )
+        say(report.row(asdict(step), "pass" if passes(step, checked) else "FAIL"))
+        return step
+
+    say(
+        f"SLO capacity search: p99 <= {limits.max_p99_ms:g} ms, errors <= {limits.max_error_rate:.2%}, {plan.step_seconds:g} s a trial over {plan.connections} connections"
+    )
+    found = search(trial, start, checked, Plan(plan.growth, plan.precision, plan.repeats))
+    spread = found.spread()
+    if found.slo_rps is None:
+        say("SLO capacity: none (no rate met the budget)")
+    elif spread:
+        say(
+            f"SLO capacity: {found.slo_rps:,.0f} RPS; {len(found.repeats)} repeats, p99 {spread['p99_min_ms']:.1f}"
+            f" .. {spread['p99_max_ms']:.1f} ms, client CPU up to {spread['client_cpu_max']:.0f} %"
+        )
+    return {
+        "slo_rps": round(found.slo_rps, 1) if found.slo_rps is not None else None,
+        "start_rps": round(start, 1),
+        "step_seconds": plan.step_seconds,
+        "connections": plan.connections,
+        "spread": spread,
+        "client_bound": _client_bound(found.trials, checked, client_cores),
+        "trials": found.trials,
+        "repeats": found.repeats,
+    }
+
+
+def _client_bound(trials: list[Step], limits: Limits, client_cores: int) -> bool:
+    """The lowest rate that failed the budget failed with the client saturated and the server
+    not: the ceiling the search found was the client's."""
+    failed = sorted(
+        (step for step in trials if not passes(step, limits)), key=lambda step: step.rate or 0.0
+    )
+    if not failed:
+        return False
+    first = failed[0]
+    return first.client_cpu >= CLIENT_CPU_SATURATED * 100 * client_cores and (
+        first.server_cpu is not None and first.server_cpu < SERVER_CPU_SATURATED
+    )

@@ -1,0 +1,56 @@
+"""The engine's requests: built from the scenario table, byte for byte what it says."""
+
+import json
+import random
+import re
+
+import pytest
+from loadtest.http import build_mix, build_op
+from loadtest.scenarios import OPERATIONS, SCENARIOS, Operation, parts
+
+
+def _pattern(template: str) -> str:
+    split = parts(template)
+    return "".join(re.escape(part) if i % 2 == 0 else r"\d+" for i, part in enumerate(split))
+
+
+def _parse(request: bytes) -> tuple[str, str, dict[str, str], bytes]:
+    head, _, body = request.partition(b"\r\n\r\n")
+    line, *fields = head.decode().split("\r\n")
+    method, target, version = line.split(" ")
+    assert version == "HTTP/1.1"
+    headers = dict(field.split(": ", 1) for field in fields)
+    return method, target, headers, body
+
+
+@pytest.mark.parametrize(
+    "operation",
+    [item for item in OPERATIONS.values() if not item.consumes_id],
+    ids=lambda op: op.name,
+)
+def test_the_engine_sends_each_operation_as_the_table_writes_it(operation: Operation) -> None:
+    request, status = build_op(operation, [42])(random.Random(1))
+    method, target, headers, body = _parse(request)
+    assert (method, status) == (operation.method, operation.status)
+    assert re.fullmatch(_pattern(operation.path), target)
+    assert "{id}" not in operation.path or "42" in target
+    if operation.body is None:
+        assert body == b""
+        assert "Content-Length" not in headers
+    else:
+        assert re.fullmatch(_pattern(operation.body), body.decode())
+        assert isinstance(json.loads(body), dict)
+        assert headers["Content-Type"] == "application/json"
+        assert headers["Content-Length"] == str(len(body))
+
+
+def test_the_engine_refuses_an_operation_that_consumes_its_ids() -> None:
+    with pytest.raises(ValueError, match="each id once"):
+        build_op(OPERATIONS["delete"], [1])
+
+
+def test_a_mix_picks_its_operations_in_proportion_to_their_weights() -> None:
+    op, rng = build_mix(SCENARIOS["mixed"], range(1, 1001)), random.Random(7)
+    methods = [_parse(op(rng)[0])[0] for _ in range(20_000)]
+    assert methods.count("GET") / len(methods) == pytest.approx(0.8, abs=0.01)
+    assert set(methods) == {"GET", "PATCH"}

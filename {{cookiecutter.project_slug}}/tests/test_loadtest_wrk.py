@@ -1,0 +1,33 @@
+"""wrk's Lua: each operation's request written from the scenario table, the mix by weight."""
+
+import json
+
+from loadtest.scenarios import OPERATIONS, SCENARIOS, parts
+from loadtest.wrk import script
+
+
+def test_the_wrk_script_requests_each_operation_as_the_table_writes_it() -> None:
+    for operation in OPERATIONS.values():
+        lua = script(((operation, 1),), low=1, high=9)
+        assert f'request = function() return wrk.format("{operation.method}", ' in lua
+        for template in filter(None, (operation.path, operation.body)):
+            split = parts(template)
+            for index, part in enumerate(split):
+                if index % 2 == 0 and part:
+                    assert json.dumps(part) in lua, (operation.name, part)
+        drawn = "values.next()" if operation.consumes_id else "values.id()"
+        assert (drawn in lua) == ("{id}" in operation.path)
+
+
+def test_the_wrk_script_picks_a_mix_by_cumulative_weight() -> None:
+    lua = script(SCENARIOS["mixed"], low=1, high=9)
+    assert "local total = 100" in lua
+    assert 'if pick <= 80 then return wrk.format("GET", ' in lua
+    assert 'if pick <= 100 then return wrk.format("PATCH", ' in lua
+
+
+def test_the_wrk_script_draws_ids_from_the_seeded_range_and_reports_one_json_line() -> None:
+    lua = script(SCENARIOS["by_id"], low=11, high=99, delay_ms=10)
+    assert "local low, high, next_id = 11, 99, 11" in lua
+    assert "delay = function() return 10 end" in lua
+    assert "WRK_JSON" in lua
