@@ -14,7 +14,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
@@ -26,6 +25,7 @@ import httpx
 import pytest
 from devdb import ThrowawayPostgres, free_port
 from fastapi import FastAPI
+from loadtest.service import wait_until_healthy
 from starlette.types import ASGIApp
 
 from {{ cookiecutter.package_name }}.app import create_app
@@ -215,19 +215,6 @@ async def client(app: FastAPI, auth_headers: dict[str, str]) -> AsyncIterator[ht
         yield http
 
 
-def answers_soon(process: "subprocess.Popen[bytes]", url: str, seconds: float = 30) -> bool:
-    """Whether `url` answers 200 before the process exits or `seconds` pass."""
-    deadline = time.monotonic() + seconds
-    while process.poll() is None and time.monotonic() < deadline:
-        try:
-            if httpx.get(url, timeout=1).status_code == 200:
-                return True
-        except httpx.TransportError:
-            pass
-        time.sleep(0.05)  # polling a process that is starting: there is no event to wait on
-    return False
-
-
 @pytest.fixture(scope="session")
 def served_metrics_port() -> int:
     return free_port()
@@ -259,9 +246,11 @@ def serve(log: Path, **env: str) -> Iterator[str]:
         )
     base = f"http://127.0.0.1:{port}"
     try:
-        if not answers_soon(process, f"{base}/healthz"):
+        try:
+            wait_until_healthy(base, process)
+        except RuntimeError:
             state = "did not answer" if process.poll() is None else f"exited ({process.returncode})"
-            raise RuntimeError(f"the server {state}: {log.read_text()[-2000:]}")
+            raise RuntimeError(f"the server {state}: {log.read_text()[-2000:]}") from None
         yield base
     finally:
         process.terminate()
