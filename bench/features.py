@@ -41,7 +41,10 @@ VARIANTS: dict[str, tuple[str, dict[str, str]]] = {
     "jwt": ("jwt", {"JWT_CACHE_SIZE": "0"}),
     "jwt_cached": ("jwt", {}),
     "tracing_0.1": ("none", {"TRACING": "true", "OTEL_TRACES_EXPORTER": "none"}),
-    "tracing_1.0": ("none", {"TRACING": "true", "OTEL_TRACES_EXPORTER": "none", "OTEL_TRACES_SAMPLER_ARG": "1"}),
+    "tracing_1.0": (
+        "none",
+        {"TRACING": "true", "OTEL_TRACES_EXPORTER": "none", "OTEL_TRACES_SAMPLER_ARG": "1"},
+    ),
 }
 
 
@@ -59,13 +62,19 @@ def _start(project: Path, env: dict[str, str], port: int, log: Path) -> subproce
     variables = tool_env(project, PORT=str(port), POOL_MIN_SIZE=str(POOL_SIZE), POOL_MAX_SIZE=str(POOL_SIZE),
                          APP_ENV="prod", METRICS_PORT="0", **env)  # fmt: skip
     command = ["taskset", "-c", str(SERVER_CORE), sys.executable, "-m", "inventory_service"]
-    process = subprocess.Popen(command, cwd=project, env=variables, stdout=log.open("wb"), stderr=subprocess.STDOUT)
+    process = subprocess.Popen(
+        command, cwd=project, env=variables, stdout=log.open("wb"), stderr=subprocess.STDOUT
+    )
     wait_until_answering(process, f"http://127.0.0.1:{port}/healthz", what=f"variant (log: {log})")
     return process
 
 
 def _wrk(base: str, headers: dict[str, str], args: argparse.Namespace, duration: int) -> float:
-    script = f"ROWS = {args.rows}\n" + (WRK / f"{args.workload}.lua").read_text() + (WRK / "report.lua").read_text()
+    script = (
+        f"ROWS = {args.rows}\n"
+        + (WRK / f"{args.workload}.lua").read_text()
+        + (WRK / "report.lua").read_text()
+    )
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as handle:
         handle.write(script)
     flags = [item for name, value in headers.items() for item in ("-H", f"{name}: {value}")]
@@ -74,9 +83,15 @@ def _wrk(base: str, headers: dict[str, str], args: argparse.Namespace, duration:
                                 capture_output=True, text=True, check=True, timeout=duration + 30)  # fmt: skip
     finally:
         os.unlink(handle.name)
-    raw = json.loads(next(line for line in result.stdout.splitlines() if line.startswith("WRK_JSON ")).removeprefix("WRK_JSON "))
+    raw = json.loads(
+        next(
+            line for line in result.stdout.splitlines() if line.startswith("WRK_JSON ")
+        ).removeprefix("WRK_JSON ")
+    )
     if raw["non_2xx"] or raw["socket_errors"]:
-        raise RuntimeError(f"{base}: {raw['non_2xx']} non-2xx answers, {raw['socket_errors']} socket errors")
+        raise RuntimeError(
+            f"{base}: {raw['non_2xx']} non-2xx answers, {raw['socket_errors']} socket errors"
+        )
     return float(raw["requests"] / (raw["duration_us"] / 1e6))
 
 
@@ -93,7 +108,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         asyncio.run(_prepare(postgres.url, args.rows))
         jwt_env = {name.upper(): str(value) for name, value in issuer.settings().items()}
         token = issuer.token(scope="items:read items:write", lifetime=3600)
-        headers = {"api_key": {"X-API-Key": API_KEY}, "jwt": {"Authorization": f"Bearer {token}"}, "none": {}}
+        headers = {
+            "api_key": {"X-API-Key": API_KEY},
+            "jwt": {"Authorization": f"Bearer {token}"},
+            "none": {},
+        }
         bases: dict[str, str] = {}
         try:
             for name in args.variants:
@@ -108,7 +127,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             for round_ in range(args.rounds):
                 shift = round_ % len(args.variants)
                 for name in args.variants[shift:] + args.variants[:shift]:
-                    rps[name].append(_wrk(bases[name], headers[VARIANTS[name][0]], args, args.duration))
+                    rps[name].append(
+                        _wrk(bases[name], headers[VARIANTS[name][0]], args, args.duration)
+                    )
                     print(f"round {round_ + 1} {name:12} {rps[name][-1]:8.0f} rps", flush=True)
         finally:
             for process in processes:
@@ -118,16 +139,27 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     reference = medians.get("off")
     return {
         "workload": args.workload,
-        "settings": {key: getattr(args, key) for key in ("duration", "warmup", "rounds", "connections", "rows")},
+        "settings": {
+            key: getattr(args, key)
+            for key in ("duration", "warmup", "rounds", "connections", "rows")
+        },
         "runs": rps,
         "median_rps": medians,
-        "ratio_to_off": {name: value / reference for name, value in medians.items()} if reference else {},
-        "us_per_request_over_off": {name: 1e6 / value - 1e6 / reference for name, value in medians.items()} if reference else {},
+        "ratio_to_off": {name: value / reference for name, value in medians.items()}
+        if reference
+        else {},
+        "us_per_request_over_off": {
+            name: 1e6 / value - 1e6 / reference for name, value in medians.items()
+        }
+        if reference
+        else {},
     }
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     parser.add_argument("--workload", default="by_id", choices=("by_id", "page"))
     parser.add_argument("--duration", type=int, default=5, help="seconds per timed run")
@@ -135,7 +167,11 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--rows", type=int, default=100_000)
-    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parents[1] / "docs" / "bench" / "features.json")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path(__file__).resolve().parents[1] / "docs" / "bench" / "features.json",
+    )
     parser.add_argument("--workdir", type=Path, default=None)
     args = parser.parse_args()
     results = run(args)

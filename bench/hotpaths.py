@@ -64,7 +64,11 @@ def _strategies(c: Any) -> dict[str, dict[str, Callable[[int], Awaitable[bytes]]
 
     async def page_model(n: int) -> bytes:
         rows = await c.fetch(PAGE, n, 21)
-        return PAGE_OF.dump_json(PAGE_OF.validate_python({"data": [dict(r) for r in rows[:20]], "next_after": rows[19]["id"]}))
+        return PAGE_OF.dump_json(
+            PAGE_OF.validate_python(
+                {"data": [dict(r) for r in rows[:20]], "next_after": rows[19]["id"]}
+            )
+        )
 
     async def page_orjson(n: int) -> bytes:
         rows = await c.fetch(PAGE, n, 21)
@@ -73,7 +77,9 @@ def _strategies(c: Any) -> dict[str, dict[str, Callable[[int], Awaitable[bytes]]
     async def page_pg(n: int) -> bytes:
         return (await c.fetchval(sql.SELECT_PAGE, n, 20)).encode()
 
-    def writes(statement: str, args: Callable[[int], tuple[Any, ...]], kind: str) -> Callable[[int], Awaitable[bytes]]:
+    def writes(
+        statement: str, args: Callable[[int], tuple[Any, ...]], kind: str
+    ) -> Callable[[int], Awaitable[bytes]]:
         async def run(n: int) -> bytes:
             row = await c.fetchrow(statement, *args(n))
             if kind == "model":
@@ -111,7 +117,11 @@ async def main(loops: int = 2000, repeats: int = 5) -> None:
                     await strategy(n * 37 % 90_000 + 1)
                 results[route][name].append((time.process_time() - start) / loops * 1e6)
     await c.close()
-    print(f"{'route':8} " + " ".join(f"{n:>16}" for n in ("response_model", "orjson", "postgres_json")) + "  (us CPU/request, median)")
+    print(
+        f"{'route':8} "
+        + " ".join(f"{n:>16}" for n in ("response_model", "orjson", "postgres_json"))
+        + "  (us CPU/request, median)"
+    )
     for route, per in results.items():
         print(f"{route:8} " + " ".join(f"{statistics.median(v):16.1f}" for v in per.values()))
 

@@ -25,7 +25,11 @@ ISSUER, AUDIENCE = "https://issuer.example", "inventory"
 
 
 def _token(algorithm: str) -> tuple[str, dict[str, Any]]:
-    private: Any = rsa.generate_private_key(65537, 2048) if algorithm == "RS256" else ec.generate_private_key(ec.SECP256R1())
+    private: Any = (
+        rsa.generate_private_key(65537, 2048)
+        if algorithm == "RS256"
+        else ec.generate_private_key(ec.SECP256R1())
+    )
     now = int(time.time())
     claims = {"iss": ISSUER, "aud": AUDIENCE, "sub": "user-1", "iat": now, "nbf": now, "exp": now + 3600,
               "scope": "items:read items:write", "client_id": "frontend", "jti": "0123456789abcdef"}  # fmt: skip
@@ -38,7 +42,9 @@ def _token(algorithm: str) -> tuple[str, dict[str, Any]]:
 def _pyjwt(token: str, jwk: dict[str, Any]) -> Callable[[], object]:
     key = jwt.PyJWK(jwk)
     options: Any = {"require": ["exp", "iss", "aud"]}
-    return lambda: jwt.decode(token, key, algorithms=[jwk["alg"]], audience=AUDIENCE, issuer=ISSUER, options=options)
+    return lambda: jwt.decode(
+        token, key, algorithms=[jwk["alg"]], audience=AUDIENCE, issuer=ISSUER, options=options
+    )
 
 
 def _joserfc(token: str, jwk: dict[str, Any]) -> Callable[[], object]:
@@ -69,7 +75,11 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=15)
     args = parser.parse_args()
     tokens = {algorithm: _token(algorithm) for algorithm in ("RS256", "ES256")}
-    checks = {(name, algorithm): build(*tokens[algorithm]) for name, build in LIBRARIES.items() for algorithm in tokens}
+    checks = {
+        (name, algorithm): build(*tokens[algorithm])
+        for name, build in LIBRARIES.items()
+        for algorithm in tokens
+    }
     for verify in checks.values():
         verify()  # a wrong set-up fails here, not inside the timing
     # Interleaved: every library and algorithm once per round, so noise from other work on the
@@ -80,7 +90,10 @@ def main() -> int:
             samples[key].append(timeit.timeit(verify, number=args.number) / args.number * 1e6)
     print("| Library | RS256 min (median) us/token | ES256 min (median) us/token |\n|---|---|---|")
     for name in LIBRARIES:
-        cells = [f"{min(samples[name, a]):.1f} ({statistics.median(samples[name, a]):.1f})" for a in tokens]
+        cells = [
+            f"{min(samples[name, a]):.1f} ({statistics.median(samples[name, a]):.1f})"
+            for a in tokens
+        ]
         print(f"| {name} | {' | '.join(cells)} |")
     return 0
 

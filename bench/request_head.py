@@ -19,9 +19,7 @@ from uvicorn.server import ServerState
 
 class Transport(asyncio.Transport):
     def get_extra_info(self, name, default=None):
-        return {"sockname": ("127.0.0.1", 8000), "peername": ("127.0.0.1", 5555)}.get(
-            name, default
-        )
+        return {"sockname": ("127.0.0.1", 8000), "peername": ("127.0.0.1", 5555)}.get(name, default)
 
     def write(self, data):
         pass
@@ -43,7 +41,9 @@ async def app(scope, receive, send):
     pass
 
 
-REQUEST = b"GET /items/12345 HTTP/1.1\r\nHost: 127.0.0.1:8000\r\nUser-Agent: wrk\r\nAccept: */*\r\n\r\n"
+REQUEST = (
+    b"GET /items/12345 HTTP/1.1\r\nHost: 127.0.0.1:8000\r\nUser-Agent: wrk\r\nAccept: */*\r\n\r\n"
+)
 
 
 async def main():
@@ -57,18 +57,14 @@ async def main():
     results = {name: [] for name in classes}
     for _ in range(15):
         for name, cls in classes.items():
-            proto = cls(
-                config=config, server_state=ServerState(), app_state={}, _loop=loop
-            )
+            proto = cls(config=config, server_state=ServerState(), app_state={}, _loop=loop)
             proto._start_asgi_task = lambda cycle, app: None
             proto.connection_made(Transport())
             n = 20000
             start = time.perf_counter()
             for _ in range(n):
                 proto.data_received(REQUEST)
-                proto.cycle.response_complete = (
-                    True  # answered: the next head starts a new cycle
-                )
+                proto.cycle.response_complete = True  # answered: the next head starts a new cycle
             results[name].append((time.perf_counter() - start) / n * 1e6)
             proto.connection_lost(None)
     for name, values in results.items():

@@ -52,7 +52,9 @@ def _commands(project: Path, port: int) -> dict[str, list[str]]:
     }
 
 
-def _start(name: str, project: Path, database_url: str, port: int, logs: Path) -> subprocess.Popen[bytes]:
+def _start(
+    name: str, project: Path, database_url: str, port: int, logs: Path
+) -> subprocess.Popen[bytes]:
     env = tool_env(project, DATABASE_URL=database_url, PORT=str(port), POOL_SIZE=str(POOL_SIZE),
                    POOL_MIN_SIZE=str(POOL_SIZE), POOL_MAX_SIZE=str(POOL_SIZE), APP_ENV="prod",
                    METRICS_PORT="0")  # fmt: skip
@@ -62,7 +64,9 @@ def _start(name: str, project: Path, database_url: str, port: int, logs: Path) -
     log = (logs / f"{name}.log").open("wb")
     command = ["taskset", "-c", str(SERVER_CORE), *_commands(project, port)[name]]
     process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    wait_until_answering(process, f"http://127.0.0.1:{port}/items/1", what=f"{name} (log: {logs / f'{name}.log'})")
+    wait_until_answering(
+        process, f"http://127.0.0.1:{port}/items/1", what=f"{name} (log: {logs / f'{name}.log'})"
+    )
     return process
 
 
@@ -136,19 +140,25 @@ async def _seed_deletable(url: str, count: int) -> int:
         await connection.close()
 
 
-def _drive(base: str, workload: str, args: argparse.Namespace, url: str, duration: int) -> dict[str, float]:
+def _drive(
+    base: str, workload: str, args: argparse.Namespace, url: str, duration: int
+) -> dict[str, float]:
     """One wrk run of `workload`; a delete run first gets rows of its own to delete."""
     start = 0
     if workload == "delete":
         start = asyncio.run(_seed_deletable(url, DELETABLE_PER_SECOND * duration))
-    return _wrk(base, workload, rows=args.rows, duration=duration, connections=args.connections, start=start)
+    return _wrk(
+        base, workload, rows=args.rows, duration=duration, connections=args.connections, start=start
+    )
 
 
 def _paced_p99(base: str, knee: float, args: argparse.Namespace) -> dict[str, float]:
     """p99 of by-id reads at 70 % of the knee: wrk paced by a fixed think time per connection."""
     target, delay_ms = 0.7 * knee, 10
     connections = max(1, math.ceil(target * (delay_ms + 0.5) / 1000))
-    probe = _wrk(base, "by_id", rows=args.rows, duration=3, connections=connections, delay_ms=delay_ms)
+    probe = _wrk(
+        base, "by_id", rows=args.rows, duration=3, connections=connections, delay_ms=delay_ms
+    )
     connections = max(1, min(args.max_in_flight - 4, round(connections * target / probe["rps"])))
     paced = _wrk(base, "by_id", rows=args.rows, duration=max(args.duration, 5),
                  connections=connections, delay_ms=delay_ms)  # fmt: skip
@@ -189,13 +199,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 processes[name] = _start(name, project, postgres.url, port, work)
                 bases[name] = f"http://127.0.0.1:{port}"
                 _check_answers(name, bases[name])
-            runs: dict[str, dict[str, list[dict[str, float]]]] = {a: {w: [] for w in args.workloads} for a in args.apps}
+            runs: dict[str, dict[str, list[dict[str, float]]]] = {
+                a: {w: [] for w in args.workloads} for a in args.apps
+            }
             for workload in args.workloads:  # warm-up: JIT-free Python still fills caches and pools
                 for name in args.apps:
                     _drive(bases[name], workload, args, postgres.url, args.warmup)
             for round_ in range(args.rounds):
                 for workload in args.workloads:
-                    order = args.apps[round_ % len(args.apps):] + args.apps[:round_ % len(args.apps)]
+                    order = (
+                        args.apps[round_ % len(args.apps) :] + args.apps[: round_ % len(args.apps)]
+                    )
                     for name in order:  # interleaved, and rotated each round
                         server = psutil.Process(processes[name].pid)
                         cpu_before = sum(server.cpu_times()[:2])
@@ -205,18 +219,26 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                         cpu = sum(server.cpu_times()[:2]) - cpu_before
                         run_["cpu_us"] = cpu / max(run_["requests"], 1) * 1e6
                         runs[name][workload].append(run_)
-                        print(f"round {round_ + 1} {workload:7} {name:10} {run_['rps']:9.0f} rps "
-                              f"{run_['cpu_us']:6.0f} us CPU/request", flush=True)
+                        print(
+                            f"round {round_ + 1} {workload:7} {name:10} {run_['rps']:9.0f} rps "
+                            f"{run_['cpu_us']:6.0f} us CPU/request",
+                            flush=True,
+                        )
             paced = None
             if "generated" in args.apps and "by_id" in args.workloads:
                 knee = statistics.median(run["rps"] for run in runs["generated"]["by_id"])
                 paced = _paced_p99(bases["generated"], knee, args)
-            rss = {name: psutil.Process(process.pid).memory_info().rss / 2**20 for name, process in processes.items()}
+            rss = {
+                name: psutil.Process(process.pid).memory_info().rss / 2**20
+                for name, process in processes.items()
+            }
         finally:
             for process in processes.values():
                 process.terminate()
                 process.wait(timeout=30)
-    settings = {key: getattr(args, key) for key in ("duration", "warmup", "rounds", "connections", "rows")}
+    settings = {
+        key: getattr(args, key) for key in ("duration", "warmup", "rounds", "connections", "rows")
+    }
     return {"machine": _machine(pg_version), "settings": {**settings, "pool_size": POOL_SIZE},
             "runs": runs, "paced_by_id": paced, "rss_mb": rss}  # fmt: skip
 
@@ -224,7 +246,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--duration", type=int, default=5, help="seconds per timed run")
-    parser.add_argument("--warmup", type=int, default=2, help="seconds of warm-up per app and workload")
+    parser.add_argument(
+        "--warmup", type=int, default=2, help="seconds of warm-up per app and workload"
+    )
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--rows", type=int, default=100_000)

@@ -86,7 +86,9 @@ def settings_table() -> str:
         default = "(none)" if field.default in (None, []) else f"`{_cell(field.default)}`"
         present = [auth for auth, fields in by_auth.items() if name in fields]
         only = f" *(auth={', '.join(present)} only)*" if len(present) < len(AUTH_VALUES) else ""
-        rows.append(f"| `{name.upper()}` | {default} | {limits} | {_cell(field.description)}{only} |")
+        rows.append(
+            f"| `{name.upper()}` | {default} | {limits} | {_cell(field.description)}{only} |"
+        )
     return "\n".join(rows)
 
 

@@ -17,7 +17,9 @@ VENV_BIN = Path(sys.executable).parent
 def bake(output_dir: Path, **context: Any) -> Path:
     """Bake with `context` over the defaults; return the project folder."""
     extra = {"lock_dependencies": "no", **context}
-    project = cookiecutter(str(TEMPLATE), no_input=True, output_dir=str(output_dir), extra_context=extra)
+    project = cookiecutter(
+        str(TEMPLATE), no_input=True, output_dir=str(output_dir), extra_context=extra
+    )
     return Path(project)
 
 
@@ -31,7 +33,9 @@ def tool_env(project: Path, **extra: str) -> dict[str, str]:
     }
 
 
-def run(project: Path, *command: str, timeout: float = 900, **env: str) -> subprocess.CompletedProcess[str]:
+def run(
+    project: Path, *command: str, timeout: float = 900, **env: str
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         list(command),
         cwd=project,
@@ -62,7 +66,9 @@ def git(folder: Path, *args: str) -> str:
 
 def git_copy_of_template(folder: Path) -> Path:
     """A git repository holding the template as it is on disk (committed or not), for cruft."""
-    files = git(TEMPLATE, "ls-files", "--cached", "--others", "--exclude-standard", "-z").split("\0")
+    files = git(TEMPLATE, "ls-files", "--cached", "--others", "--exclude-standard", "-z").split(
+        "\0"
+    )
     for name in filter(None, files):
         source = TEMPLATE / name
         if source.is_file():

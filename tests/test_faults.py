@@ -55,9 +55,7 @@ class Load:
     outcomes: list[Outcome] = field(default_factory=list)
 
     def statuses(self, start: float = 0, end: float = float("inf")) -> Counter[str]:
-        return Counter(
-            str(o.status or o.error) for o in self.outcomes if start <= o.started < end
-        )
+        return Counter(str(o.status or o.error) for o in self.outcomes if start <= o.started < end)
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +77,9 @@ def postgres(default_project: Path) -> Iterator[Postgres]:
     try:
         url = server.url.rsplit("/", 1)[0] + "/faults"
         asyncio.run(fetch(server.url, "CREATE DATABASE faults"))
-        migrated = run(default_project, sys.executable, "-m", "alembic", "upgrade", "head", DATABASE_URL=url)
+        migrated = run(
+            default_project, sys.executable, "-m", "alembic", "upgrade", "head", DATABASE_URL=url
+        )
         assert migrated.returncode == 0, migrated.stderr
         yield Postgres(server, url)
     finally:
@@ -87,13 +87,16 @@ def postgres(default_project: Path) -> Iterator[Postgres]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-
 @pytest.fixture
-def service(default_project: Path, postgres: Postgres, tmp_path: Path) -> Iterator[Callable[..., Served]]:
+def service(
+    default_project: Path, postgres: Postgres, tmp_path: Path
+) -> Iterator[Callable[..., Served]]:
     started: list[Served] = []
 
     def start(**env: str) -> Served:
-        served = start_service(default_project, postgres.url, tmp_path / f"service-{len(started)}.log", **env)
+        served = start_service(
+            default_project, postgres.url, tmp_path / f"service-{len(started)}.log", **env
+        )
         started.append(served)
         return served
 
@@ -143,14 +146,17 @@ async def create_item(http: httpx.AsyncClient, name: str) -> int:
     return int(response.json()["id"])
 
 
-async def timed(http: httpx.AsyncClient, method: str, path: str, began: float, **kwargs: Any) -> Outcome:
+async def timed(
+    http: httpx.AsyncClient, method: str, path: str, began: float, **kwargs: Any
+) -> Outcome:
     start = time.monotonic()
     try:
         response = await http.request(method, path, **kwargs)
     except httpx.TransportError as error:
         return Outcome(start - began, time.monotonic() - start, None, type(error).__name__)
     problem_ok = response.status_code != 503 or (
-        response.headers.get("content-type") == PROBLEM and response.headers.get("retry-after", "").isdigit()
+        response.headers.get("content-type") == PROBLEM
+        and response.headers.get("retry-after", "").isdigit()
     )
     return Outcome(start - began, time.monotonic() - start, response.status_code, "", problem_ok)
 
@@ -176,7 +182,9 @@ async def steady_load(
 def test_database_outage_fails_fast_with_503_and_recovers_without_a_restart(
     service: Callable[..., Served], postgres: Postgres, figures: Figures
 ) -> None:
-    served = service(POOL_MIN_SIZE="4", POOL_MAX_SIZE="8", POOL_ACQUIRE_TIMEOUT="1", STATEMENT_TIMEOUT_MS="2000")
+    served = service(
+        POOL_MIN_SIZE="4", POOL_MAX_SIZE="8", POOL_ACQUIRE_TIMEOUT="1", STATEMENT_TIMEOUT_MS="2000"
+    )
     acquire_timeout, statement_timeout = 1.0, 2.0
 
     async def scenario() -> dict[str, Any]:
@@ -208,7 +216,9 @@ def test_database_outage_fails_fast_with_503_and_recovers_without_a_restart(
 
             async def serving_again() -> bool:
                 ready = [s for t, p, s in probes if p == "/readyz" and t > restarted]
-                reads = [o for o in load.outcomes if o.started > restarted - began and o.status == 200]
+                reads = [
+                    o for o in load.outcomes if o.started > restarted - began and o.status == 200
+                ]
                 return bool(ready) and ready[-1] == 200 and bool(reads)
 
             recovery = await wait_for(serving_again, within=15)
@@ -217,12 +227,16 @@ def test_database_outage_fails_fast_with_503_and_recovers_without_a_restart(
             await traffic
 
         outage = [o for o in load.outcomes if stopped - began <= o.started < restart_began - began]
-        first_not_ready = min(t for t, p, s in probes if p == "/readyz" and s == 503 and t >= stop_began)
+        first_not_ready = min(
+            t for t, p, s in probes if p == "/readyz" and s == 503 and t >= stop_began
+        )
         ready_again = min(t for t, p, s in probes if p == "/readyz" and s == 200 and t > restarted)
         assert served.process.poll() is None, "the service exited during the outage"
         assert {o.status for o in load.outcomes} <= {200, 503}, load.statuses()
         assert outage, "no request was made while PostgreSQL was down"
-        assert {o.status for o in outage} == {503}, load.statuses(stopped - began, restart_began - began)
+        assert {o.status for o in outage} == {503}, load.statuses(
+            stopped - began, restart_began - began
+        )
         assert all(o.problem_ok for o in load.outcomes)
         assert max(o.seconds for o in load.outcomes) < acquire_timeout + statement_timeout
         assert first_not_ready - stopped < 2.0
@@ -249,17 +263,27 @@ def test_exhausted_pool_answers_503_with_retry_after_within_the_acquire_timeout(
     service: Callable[..., Served], postgres: Postgres, figures: Figures
 ) -> None:
     acquire_timeout = 1.0
-    served = service(POOL_MIN_SIZE="2", POOL_MAX_SIZE="2", POOL_ACQUIRE_TIMEOUT=str(acquire_timeout), STATEMENT_TIMEOUT_MS="20000")
+    served = service(
+        POOL_MIN_SIZE="2",
+        POOL_MAX_SIZE="2",
+        POOL_ACQUIRE_TIMEOUT=str(acquire_timeout),
+        STATEMENT_TIMEOUT_MS="20000",
+    )
 
     async def scenario() -> dict[str, Any]:
         async with httpx.AsyncClient(base_url=served.url, timeout=30) as http:
             held, other = await create_item(http, "held"), await create_item(http, "other")
             async with row_locked(postgres.url, held):
                 # Two PATCHes wait on the lock and hold both pooled connections, as slow queries do.
-                patches = [asyncio.ensure_future(http.patch(f"{ITEMS}/{held}", json={"quantity": n})) for n in (1, 2)]
+                patches = [
+                    asyncio.ensure_future(http.patch(f"{ITEMS}/{held}", json={"quantity": n}))
+                    for n in (1, 2)
+                ]
                 await wait_for(lambda: _equals(lock_waiters(postgres.url), 2), within=10)
                 began = time.monotonic()
-                reads = asyncio.gather(*(timed(http, "GET", f"{ITEMS}/{other}", began) for _ in range(10)))
+                reads = asyncio.gather(
+                    *(timed(http, "GET", f"{ITEMS}/{other}", began) for _ in range(10))
+                )
                 health = asyncio.gather(*(timed(http, "GET", "/healthz", began) for _ in range(5)))
                 starved, healthz = await asyncio.gather(reads, health)
             patched = await asyncio.gather(*patches)
@@ -294,7 +318,12 @@ def test_statement_timeout_cancels_the_query_answers_503_and_keeps_the_connectio
     service: Callable[..., Served], postgres: Postgres, figures: Figures
 ) -> None:
     timeout_ms = 500
-    served = service(POOL_MIN_SIZE="1", POOL_MAX_SIZE="1", STATEMENT_TIMEOUT_MS=str(timeout_ms), POOL_ACQUIRE_TIMEOUT="3")
+    served = service(
+        POOL_MIN_SIZE="1",
+        POOL_MAX_SIZE="1",
+        STATEMENT_TIMEOUT_MS=str(timeout_ms),
+        POOL_ACQUIRE_TIMEOUT="3",
+    )
     backends = "SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND backend_type = 'client backend'"
 
     async def scenario() -> dict[str, Any]:
@@ -335,7 +364,9 @@ def test_sigterm_under_write_load_completes_in_flight_requests_and_loses_no_ackn
     service: Callable[..., Served], postgres: Postgres, figures: Figures
 ) -> None:
     grace = 10.0
-    served = service(TIMEOUT_GRACEFUL_SHUTDOWN=str(int(grace)), STATEMENT_TIMEOUT_MS="20000", LOG_LEVEL="info")
+    served = service(
+        TIMEOUT_GRACEFUL_SHUTDOWN=str(int(grace)), STATEMENT_TIMEOUT_MS="20000", LOG_LEVEL="info"
+    )
     acknowledged: dict[str, int] = {}
     sent: Counter[int] = Counter()
 
@@ -348,15 +379,23 @@ def test_sigterm_under_write_load_completes_in_flight_requests_and_loses_no_ackn
                 sent[worker] += 1
                 number = sent[worker]
                 name = f"shutdown-{worker}-{number}"
-                body = {"name": name, "price_cents": worker * 1_000_000 + number, "quantity": number}
+                body = {
+                    "name": name,
+                    "price_cents": worker * 1_000_000 + number,
+                    "quantity": number,
+                }
                 outcome = await timed(client, "POST", ITEMS, began, json=body)
                 if outcome.status == 201:
                     acknowledged[name] = number
                 return outcome
 
             async with row_locked(postgres.url, held):
-                traffic = asyncio.ensure_future(steady_load(served.url, write, stop, 8, load, stop_on_refusal=True))
-                in_flight = asyncio.ensure_future(http.patch(f"{ITEMS}/{held}", json={"quantity": 7}))
+                traffic = asyncio.ensure_future(
+                    steady_load(served.url, write, stop, 8, load, stop_on_refusal=True)
+                )
+                in_flight = asyncio.ensure_future(
+                    http.patch(f"{ITEMS}/{held}", json={"quantity": 7})
+                )
                 await wait_for(lambda: _equals(lock_waiters(postgres.url), 1), within=10)
                 await asyncio.sleep(1.5)  # steady writes before the signal
                 served.process.send_signal(signal.SIGTERM)
@@ -373,12 +412,18 @@ def test_sigterm_under_write_load_completes_in_flight_requests_and_loses_no_ackn
 
         names = [f"shutdown-{w}-{n}" for w in sent for n in range(1, sent[w] + 1)]
         rows = await fetch(
-            postgres.url, "SELECT name, price_cents, quantity FROM items WHERE name = ANY($1::text[])", names
+            postgres.url,
+            "SELECT name, price_cents, quantity FROM items WHERE name = ANY($1::text[])",
+            names,
         )
         connections = await fetch(
-            postgres.url, "SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = $1", APPLICATION_NAME
+            postgres.url,
+            "SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = $1",
+            APPLICATION_NAME,
         )
-        held_row = await fetch(postgres.url, "SELECT quantity, version FROM items WHERE id = $1", held)
+        held_row = await fetch(
+            postgres.url, "SELECT quantity, version FROM items WHERE id = $1", held
+        )
         return {
             "load": load, "finished": finished, "exited": exited, "refused_after": refused_after,
             "rows": rows, "connections": int(connections[0]["n"]), "held_row": held_row[0],
@@ -434,9 +479,13 @@ def _hey(url: str, concurrency: int, seconds: float) -> list[tuple[float, int, f
     command = ["hey", "-c", str(concurrency), "-z", f"{seconds}s", "-t", "10", "-o", "csv", url]
     if PINNED:
         command = ["taskset", "-c", "1", *command]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=seconds + 60, check=True)
+    result = subprocess.run(
+        command, capture_output=True, text=True, timeout=seconds + 60, check=True
+    )
     rows = csv.DictReader(io.StringIO(result.stdout))
-    return [(float(row["response-time"]), int(row["status-code"]), float(row["offset"])) for row in rows]
+    return [
+        (float(row["response-time"]), int(row["status-code"]), float(row["offset"])) for row in rows
+    ]
 
 
 class _RssSampler(threading.Thread):
@@ -456,7 +505,9 @@ def test_overload_at_5x_the_in_flight_limit_is_shed_with_fast_503s(
     service: Callable[..., Served], figures: Figures
 ) -> None:
     limit, seconds = 16, 4.0
-    served = service(MAX_IN_FLIGHT=str(limit), POOL_MIN_SIZE="4", POOL_MAX_SIZE="8", LOG_LEVEL="error")
+    served = service(
+        MAX_IN_FLIGHT=str(limit), POOL_MIN_SIZE="4", POOL_MAX_SIZE="8", LOG_LEVEL="error"
+    )
     with httpx.Client(base_url=served.url, timeout=10) as http:
         created = http.post(ITEMS, json={"name": "hot", "price_cents": 1})
         target = f"{served.url}{ITEMS}/{created.json()['id']}"
@@ -476,7 +527,10 @@ def test_overload_at_5x_the_in_flight_limit_is_shed_with_fast_503s(
     base_p99 = percentile([latency for latency, status, _ in baseline if status == 200], 0.99)
     # A queue that grows shows as a later half slower than the first; a bounded one does not.
     halves = [
-        percentile([t for t, status, offset in burst if status == 200 and (offset >= seconds / 2) == late], 0.99)
+        percentile(
+            [t for t, status, offset in burst if status == 200 and (offset >= seconds / 2) == late],
+            0.99,
+        )
         for late in (False, True)
     ]
     figures.record(
@@ -513,4 +567,3 @@ def test_overload_at_5x_the_in_flight_limit_is_shed_with_fast_503s(
     assert sampler.peak - rss_before < 64 * 2**20
     assert [response.status_code for response in after] == [200] * 200
     assert ready == 200
-

@@ -43,10 +43,22 @@ MIRROR = "http://deb.debian.org/debian"
 
 
 def buildah(*args: str, timeout: float = 300) -> str:
-    command = ["buildah", "--root", str(STORE / "root"), "--runroot", str(STORE / "run"), "--storage-driver", "vfs"]
-    result = subprocess.run([*command, *args], capture_output=True, text=True, timeout=timeout, check=False)
+    command = [
+        "buildah",
+        "--root",
+        str(STORE / "root"),
+        "--runroot",
+        str(STORE / "run"),
+        "--storage-driver",
+        "vfs",
+    ]
+    result = subprocess.run(
+        [*command, *args], capture_output=True, text=True, timeout=timeout, check=False
+    )
     if result.returncode != 0:
-        raise AssertionError(f"buildah {' '.join(args)}: {result.stdout[-2000:]}{result.stderr[-2000:]}")
+        raise AssertionError(
+            f"buildah {' '.join(args)}: {result.stdout[-2000:]}{result.stderr[-2000:]}"
+        )
     return result.stdout.strip()
 
 
@@ -65,10 +77,19 @@ def _python_stand_in(work: Path) -> None:
     )  # fmt: skip
     if debootstrap.returncode != 0:
         pytest.skip(f"debootstrap cannot build a bookworm root here: {debootstrap.stderr[-500:]}")
-    for junk in ("var/cache/apt/archives", "var/lib/apt/lists", "usr/share/doc", "usr/share/man", "usr/share/locale"):
+    for junk in (
+        "var/cache/apt/archives",
+        "var/lib/apt/lists",
+        "usr/share/doc",
+        "usr/share/man",
+        "usr/share/locale",
+    ):
         shutil.rmtree(rootfs / junk, ignore_errors=True)
     (rootfs / "etc" / "ssl" / "certs").mkdir(parents=True, exist_ok=True)
-    shutil.copy2("/etc/ssl/certs/ca-certificates.crt", rootfs / "etc" / "ssl" / "certs" / "ca-certificates.crt")
+    shutil.copy2(
+        "/etc/ssl/certs/ca-certificates.crt",
+        rootfs / "etc" / "ssl" / "certs" / "ca-certificates.crt",
+    )
     for name in ("python", "python3"):  # where the official image has them
         (rootfs / "usr" / "local" / "bin" / name).symlink_to("/usr/bin/python3.11")
     with tarfile.open(work / "rootfs.tar", "w") as archive:
@@ -89,7 +110,9 @@ def _uv_stand_in(work: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def image(default_project: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, float | str]]:
+def image(
+    default_project: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, float | str]]:
     work = tmp_path_factory.mktemp("image")
     started = time.monotonic()
     buildah("rm", "--all")  # working containers an interrupted run left in this store of our own
@@ -99,9 +122,21 @@ def image(default_project: Path, tmp_path_factory: pytest.TempPathFactory) -> It
         buildah("rmi", UV)
     _uv_stand_in(work)
     stand_ins = time.monotonic() - started
-    context = Path(shutil.copytree(default_project, work / "context", ignore=shutil.ignore_patterns("results")))
+    context = Path(
+        shutil.copytree(default_project, work / "context", ignore=shutil.ignore_patterns("results"))
+    )
     started = time.monotonic()
-    buildah("bud", "--isolation", "chroot", "--pull=never", "--layers=false", "-t", IMAGE, str(context), timeout=600)
+    buildah(
+        "bud",
+        "--isolation",
+        "chroot",
+        "--pull=never",
+        "--layers=false",
+        "-t",
+        IMAGE,
+        str(context),
+        timeout=600,
+    )
     built = time.monotonic() - started
     sizes = {
         line.split()[0]: line.split(maxsplit=1)[1]
@@ -161,25 +196,45 @@ def test_image_builds_unchanged_and_serves_as_uid_10001_from_an_unwritten_root(
 
 
 def _serve_and_drain(run: list[str], command: list[str], port: int) -> dict[str, object]:
-    base = ["buildah", "--root", str(STORE / "root"), "--runroot", str(STORE / "run"), "--storage-driver", "vfs"]
-    process = subprocess.Popen([*base, *run, *command], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    base = [
+        "buildah",
+        "--root",
+        str(STORE / "root"),
+        "--runroot",
+        str(STORE / "run"),
+        "--storage-driver",
+        "vfs",
+    ]
+    process = subprocess.Popen(
+        [*base, *run, *command], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
     try:
         url = f"http://127.0.0.1:{port}"
         try:
             wait_until_answering(process, f"{url}/readyz", what="the image")
         except RuntimeError:
-            raise AssertionError(f"the image did not become ready: {process.communicate()[0][-3000:]}") from None
+            raise AssertionError(
+                f"the image did not become ready: {process.communicate()[0][-3000:]}"
+            ) from None
         created = httpx.post(f"{url}/items", json={"name": "crate", "price_cents": 1200}, timeout=5)
         item = f"{url}/items/{created.json()['id']}"
         statuses = [created.status_code, httpx.get(item, timeout=5).status_code]
-        statuses += [httpx.delete(item, timeout=5).status_code, httpx.get(item, timeout=5).status_code]
+        statuses += [
+            httpx.delete(item, timeout=5).status_code,
+            httpx.get(item, timeout=5).status_code,
+        ]
         # buildah's chroot helper carries the command in its arguments too: the server is the python.
         (server,) = [child for child in psutil.Process(process.pid).children(recursive=True)
                      if child.cmdline()[-2:] == command[-2:] and Path(child.exe()).name.startswith("python")]  # fmt: skip
         uid = server.uids().real
         server.send_signal(signal.SIGTERM)  # what the kubelet sends (the image's STOPSIGNAL)
         output, _ = process.communicate(timeout=60)
-        return {"uid": uid, "round_trip": statuses, "returncode": process.returncode, "output": output}
+        return {
+            "uid": uid,
+            "round_trip": statuses,
+            "returncode": process.returncode,
+            "output": output,
+        }
     finally:
         if process.poll() is None:  # the chroot helper and the server outlive a killed buildah
             for child in psutil.Process(process.pid).children(recursive=True):

@@ -18,7 +18,7 @@ from .serving import free_tcp_port, serve_process
 
 pytestmark = pytest.mark.slow
 
-LITTLE_APP = '''
+LITTLE_APP = """
 import asyncio
 import time
 
@@ -52,7 +52,7 @@ async def capped() -> dict[str, str]:
 def block() -> dict[str, str]:
     time.sleep(0.05)  # a sync handler: runs in anyio's thread pool of 40 threads
     return {}
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +78,9 @@ def _probe(project: Path, url: str, path: str) -> dict[str, Any]:
     return step
 
 
-def test_engine_measures_littles_law_on_an_async_sleep(default_project: Path, little_app: str) -> None:
+def test_engine_measures_littles_law_on_an_async_sleep(
+    default_project: Path, little_app: str
+) -> None:
     step = _probe(default_project, little_app, "/sleep")
     # 64 in flight, 50 ms each: at most 64 / 0.05 s = 1,280 RPS; the engine must come close.
     assert step["errors"] == 0
@@ -88,14 +90,18 @@ def test_engine_measures_littles_law_on_an_async_sleep(default_project: Path, li
     assert step["rps"] * step["p50_ms"] / 1000 == pytest.approx(64, rel=0.15)
 
 
-def test_engine_sees_the_40_thread_ceiling_of_a_blocking_handler(default_project: Path, little_app: str) -> None:
+def test_engine_sees_the_40_thread_ceiling_of_a_blocking_handler(
+    default_project: Path, little_app: str
+) -> None:
     step = _probe(default_project, little_app, "/block")
     # 40 threads, 50 ms each: at most 800 RPS however many requests wait; far more than one thread.
     assert step["errors"] == 0
     assert 0.5 * 800 < step["rps"] < 800, step
 
 
-def test_rate_search_on_a_capped_sleep_finds_the_rate_littles_law_gives(default_project: Path, little_app: str) -> None:
+def test_rate_search_on_a_capped_sleep_finds_the_rate_littles_law_gives(
+    default_project: Path, little_app: str
+) -> None:
     """20 in flight at most, 50 ms each: 20 / 0.05 s = 400 RPS. Below it hardly anything waits;
     above it the queue grows for the whole trial and p99 leaves the 150 ms budget: the search must
     land there."""
@@ -105,5 +111,7 @@ def test_rate_search_on_a_capped_sleep_finds_the_rate_littles_law_gives(default_
     )  # fmt: skip
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     found = json.loads(result.stdout.strip().splitlines()[-1])
-    assert 0.9 * 400 <= found["slo_rps"] <= 1.1 * 400, [(t["rate"], t["p99_ms"]) for t in found["trials"]]
+    assert 0.9 * 400 <= found["slo_rps"] <= 1.1 * 400, [
+        (t["rate"], t["p99_ms"]) for t in found["trials"]
+    ]
     assert all(step["errors"] == 0 for step in found["repeats"])

@@ -89,6 +89,10 @@ async def app(scope: Any, receive: Any, send: Any) -> None:
         new = await _body(receive)
         async with _pool.acquire() as connection:
             row = await connection.fetchrow(
-                INSERT, new["name"], new.get("description"), new["price_cents"], new.get("quantity", 0)
+                INSERT,
+                new["name"],
+                new.get("description"),
+                new["price_cents"],
+                new.get("quantity", 0),
             )
         await _reply(send, 201, orjson.dumps(dict(row)))
