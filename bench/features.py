@@ -51,7 +51,8 @@ VARIANTS: dict[str, tuple[str, dict[str, str]]] = {
 def _issuer(project: Path) -> Any:
     """The jwt bake's own test issuer (tests/issuer.py): keys, tokens and a JWKS server."""
     spec = importlib.util.spec_from_file_location("bench_issuer", project / "tests" / "issuer.py")
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.Issuer()

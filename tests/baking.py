@@ -85,7 +85,8 @@ def load_dev_module(project: Path, module: str) -> Any:
     name = f"_{project.name.replace('-', '_')}_{module}_{abs(hash(project))}"
     if name not in sys.modules:
         spec = importlib.util.spec_from_file_location(name, project / f"{module}.py")
-        assert spec is not None and spec.loader is not None, project / f"{module}.py"
+        assert spec is not None, project / f"{module}.py"
+        assert spec.loader is not None, project / f"{module}.py"
         sys.modules[name] = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(sys.modules[name])
     return sys.modules[name]

@@ -136,9 +136,12 @@ def _closed(node: Any) -> Any:
     if not isinstance(node, dict):
         return node
     closed = {key: _closed(value) for key, value in node.items()}
-    if "properties" in node and "additionalProperties" not in node:
-        if not node.get("x-kubernetes-preserve-unknown-fields"):
-            closed["additionalProperties"] = False
+    if (
+        "properties" in node
+        and "additionalProperties" not in node
+        and not node.get("x-kubernetes-preserve-unknown-fields")
+    ):
+        closed["additionalProperties"] = False
     return closed
 
 

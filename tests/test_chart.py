@@ -227,13 +227,15 @@ def test_chart_readme_is_generated_from_the_schema_and_the_check_catches_a_stale
     schema_file.write_text(json.dumps(schema))
     script = [sys.executable, str(copy / "helm" / "chart_readme.py")]
     stale = subprocess.run([*script, "--check"], capture_output=True, text=True, check=False)
-    assert stale.returncode == 1 and "README.md is stale" in stale.stderr
+    assert stale.returncode == 1
+    assert "README.md is stale" in stale.stderr
     assert subprocess.run(script, check=False).returncode == 0
     assert subprocess.run([*script, "--check"], check=False).returncode == 0
     del schema["properties"]["replicaCount"]["description"]
     schema_file.write_text(json.dumps(schema))
     undescribed = subprocess.run(script, capture_output=True, text=True, check=False)
-    assert undescribed.returncode == 2 and "replicaCount has no description" in undescribed.stderr
+    assert undescribed.returncode == 2
+    assert "replicaCount has no description" in undescribed.stderr
 
 
 def _count_values(node: dict[str, Any]) -> int:

@@ -63,7 +63,8 @@ def test_alerts_cover_errors_latency_pool_loop_admission_and_restarts_each_with_
     assert {rule["alert"] for rule in rules} == ALERTS
     for rule in rules:
         assert rule["labels"]["severity"] in {"warning", "critical"}
-        assert rule["annotations"]["summary"] and len(rule["annotations"]["runbook"]) > 40
+        assert rule["annotations"]["summary"]
+        assert len(rule["annotations"]["runbook"]) > 40
         assert "runbook_url" not in rule["annotations"]
     linked = _rules(
         chart, {"metrics": {"prometheusRule": {"runbookUrl": "https://wiki.example.com/shop"}}}
@@ -115,7 +116,8 @@ def test_the_alert_checks_catch_broken_promql_and_a_misspelt_series(
         errors["expr"].replace("http_requests_total", "http_request_total")
     )
     names = {selector.name for selector in _selectors(misspelt)}
-    assert names == {"http_request_total"} and not names & _exported_series(default_project)
+    assert names == {"http_request_total"}
+    assert not names & _exported_series(default_project)
 
 
 def test_latency_alert_fires_above_the_p99_of_the_load_test_budget(
@@ -127,9 +129,8 @@ def test_latency_alert_fires_above_the_p99_of_the_load_test_budget(
         values["metrics"]["prometheusRule"]["p99Seconds"] == budget["defaults"]["max_p99_ms"] / 1000
     )
     (latency,) = [rule for rule in _rules(chart) if rule["alert"] == "LatencyP99OverBudget"]
-    assert latency["expr"].startswith("histogram_quantile(0.99,") and latency["expr"].endswith(
-        "> 0.05"
-    )
+    assert latency["expr"].startswith("histogram_quantile(0.99,")
+    assert latency["expr"].endswith("> 0.05")
 
 
 def test_alerts_without_the_service_monitor_are_refused(chart: Path) -> None:

@@ -23,9 +23,7 @@ from .serving import migrated_database, start_service
 
 
 def _pod_labels(item: dict[str, Any]) -> dict[str, str]:
-    labels: dict[str, str] = (item["spec"]["template"] if "template" in item["spec"] else item)[
-        "metadata"
-    ]["labels"]
+    labels: dict[str, str] = item["spec"].get("template", item)["metadata"]["labels"]
     return labels
 
 
@@ -60,7 +58,8 @@ def test_a_new_database_secret_changes_the_pod_template_and_so_rolls_the_pods(ch
     assert first != checksum({"database": {"url": "postgresql://app:two@db:5432/app"}})
     # An existing Secret is read live by `lookup` at upgrade time; without a cluster it hashes "".
     existing = checksum({"database": {"existingSecret": "prod-db"}})
-    assert len(existing) == 64 and existing != first
+    assert len(existing) == 64
+    assert existing != first
     custom = find(render(chart, {"podAnnotations": {"team": "shop"}}), "Deployment")
     assert custom["spec"]["template"]["metadata"]["annotations"].keys() == {
         "checksum/secret",
@@ -112,7 +111,7 @@ def test_metrics_port_is_reachable_through_the_metrics_service_only(chart: Path)
         item["kind"] for item in render(chart) if item["metadata"]["name"].endswith("-metrics")
     }
     with pytest.raises(
-        helm_python.HelmError, match="metrics.port \\(8000\\) must differ from server.port"
+        helm_python.HelmError, match=r"metrics.port \(8000\) must differ from server.port"
     ):
         render(chart, {"metrics": {"port": 8000}})
 
@@ -153,7 +152,8 @@ def test_network_policy_lets_in_the_ingress_monitoring_and_helpers_and_out_only_
         }
         assert {port["port"] for port in dns["ports"]} == {53}
         assert dns["to"][0]["podSelector"] == {"matchLabels": {"k8s-app": "kube-dns"}}
-    assert "ingress" not in migrate["spec"] and migrate["spec"]["policyTypes"] == [
+    assert "ingress" not in migrate["spec"]
+    assert migrate["spec"]["policyTypes"] == [
         "Ingress",
         "Egress",
     ]
@@ -196,7 +196,8 @@ def test_helm_test_script_passes_on_a_served_service_and_fails_without_one(
             served.process.wait(timeout=30)
     assert passed.returncode == 0, passed.stdout + passed.stderr
     steps = [line.split(":")[0] for line in passed.stdout.splitlines()]
-    assert steps[0] == "ok   GET /readyz" and steps[-1].endswith(" after DELETE"), steps
+    assert steps[0] == "ok   GET /readyz", steps
+    assert steps[-1].endswith(" after DELETE"), steps
     assert len(steps) == 5
     port = load_dev_module(default_project, "devdb").free_port()
     failed = subprocess.run(

@@ -15,7 +15,9 @@ def test_deployment_is_one_worker_on_exactly_one_core_and_4gi(chart: Path) -> No
     (container,) = pod["containers"]
     cpu_and_memory = {"cpu": "1", "memory": "4Gi"}
     assert container["resources"] == {"requests": cpu_and_memory, "limits": cpu_and_memory}
-    assert "command" not in container and "args" not in container  # the image's python -m <pkg>
+    # The image's own `python -m <package>` runs: neither is overridden.
+    assert "command" not in container
+    assert "args" not in container
     assert container["startupProbe"]["httpGet"]["path"] == "/healthz"
     assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
     assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"

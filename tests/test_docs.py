@@ -23,7 +23,8 @@ def test_docs_build_strict(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     settings_page = (tmp_path / "site" / "reference" / "settings" / "index.html").read_text()
-    assert "LIMIT_CONCURRENCY" in settings_page and "STATEMENT_CACHE_SIZE" in settings_page
+    assert "LIMIT_CONCURRENCY" in settings_page
+    assert "STATEMENT_CACHE_SIZE" in settings_page
     for setting in (
         "CORS_ALLOW_ORIGINS",
         "SECRETS_DIR",

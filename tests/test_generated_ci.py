@@ -40,7 +40,8 @@ def test_ci_workflow_lints_tests_audits_lints_the_chart_builds_the_image_and_smo
     workflow = _workflow(default_project)
     jobs = workflow["jobs"]
     steps = {name: " ; ".join(_runs(job)) for name, job in jobs.items()}
-    assert "make lint" in steps["lint"] and "make chart-readme CHECK=1" in steps["lint"]
+    assert "make lint" in steps["lint"]
+    assert "make chart-readme CHECK=1" in steps["lint"]
     assert "make test" in steps["test"]
     assert jobs["test"]["services"]["postgres"]["image"].startswith("postgres:")
     assert "make audit" in steps["audit"]
@@ -52,7 +53,8 @@ def test_ci_workflow_lints_tests_audits_lints_the_chart_builds_the_image_and_smo
     installs = [
         run for job in jobs.values() for run in _runs(job) if run.startswith("make install")
     ]
-    assert installs and set(installs) == {"make install UV_SYNC_FLAGS=--locked"}
+    assert installs
+    assert set(installs) == {"make install UV_SYNC_FLAGS=--locked"}
 
 
 def test_ci_builds_the_image_with_a_layer_cache_and_pushes_it_to_ghcr_from_main_with_sbom_and_provenance(
@@ -67,7 +69,8 @@ def test_ci_builds_the_image_with_a_layer_cache_and_pushes_it_to_ghcr_from_main_
     (login,) = [
         step for step in image["steps"] if step.get("uses", "").startswith("docker/login-action@")
     ]
-    assert login["if"] == "env.PUSH == 'true'" and login["with"]["registry"] == "ghcr.io"
+    assert login["if"] == "env.PUSH == 'true'"
+    assert login["with"]["registry"] == "ghcr.io"
     (build,) = [
         step
         for step in image["steps"]
@@ -101,7 +104,8 @@ def test_ci_tests_every_python_version_the_bake_supports(
         for v in choices["python_version"]
         if tuple(map(int, v.split("."))) >= (3, int(python_version[2:]))
     ]
-    assert matrix == supported and matrix[0] == python_version
+    assert matrix == supported
+    assert matrix[0] == python_version
     assert f'requires-python = ">={python_version}"' in (project / "pyproject.toml").read_text()
 
 

@@ -48,7 +48,8 @@ def test_ci_install_syncs_from_the_lock_and_refuses_a_stale_one(
     # The very command, without installing: the lock matches, then pyproject.toml outgrows it.
     assert run(locked_project, *command, "--dry-run").returncode == 0
     stale = run(stale_project, *command, "--dry-run")
-    assert stale.returncode != 0 and "uv lock" in stale.stderr
+    assert stale.returncode != 0
+    assert "uv lock" in stale.stderr
 
 
 def test_make_audit_hands_pip_audit_exactly_what_the_lock_pins(
@@ -115,7 +116,8 @@ def test_pre_commit_hooks_are_make_lints_checks_and_fail_on_a_lint_error(tmp_pat
     app.write_text("import os\n" + app.read_text())  # an unused import
     failed = pre_commit()
     assert failed.returncode == 1
-    assert "ruff check" in failed.stdout and "F401" in failed.stdout
+    assert "ruff check" in failed.stdout
+    assert "F401" in failed.stdout
 
 
 def _cruft_step(project: Path) -> str:
@@ -140,9 +142,8 @@ def test_ci_says_when_the_template_has_moved_and_stays_quiet_otherwise(tmp_path:
     git(project, "commit", "-qm", "baked")
     step = ["bash", "-e", "-c", _cruft_step(project)]
     current = run(project, *step, timeout=300)
-    assert current.returncode == 0 and "::warning" not in current.stdout, (
-        current.stdout + current.stderr
-    )
+    assert current.returncode == 0, current.stdout + current.stderr
+    assert "::warning" not in current.stdout, current.stdout + current.stderr
 
     readme = template / "{{cookiecutter.project_slug}}" / "README.md"
     readme.write_text(readme.read_text() + "\nA line the template added later.\n")

@@ -63,15 +63,18 @@ def test_hadolint_flags_a_root_single_stage_image(tmp_path: Path) -> None:
         check=False,
     )
     assert result.returncode != 0
-    assert "DL3006" in result.stdout and "DL3002" in result.stdout
+    assert "DL3006" in result.stdout
+    assert "DL3002" in result.stdout
 
 
 def test_image_is_multi_stage_non_root_and_runs_the_package(default_project: Path) -> None:
     dockerfile = (default_project / "Dockerfile").read_text()
     stages = [line for line in dockerfile.splitlines() if line.startswith("FROM ")]
-    assert len(stages) >= 3 and "slim" in stages[-1]
+    assert len(stages) >= 3
+    assert "slim" in stages[-1]
     runtime = dockerfile.split(stages[-1], 1)[1]
-    assert "--from=uv" not in runtime and "uv sync" not in runtime  # no build tool shipped
+    assert "--from=uv" not in runtime  # no build tool shipped
+    assert "uv sync" not in runtime
     assert "COPY --from=build /app/.venv /app/.venv" in runtime
     assert "\nUSER 10001:10001\n" in runtime
     assert not {"gcc", "build-essential", "apt-get"} & set(dockerfile.split())

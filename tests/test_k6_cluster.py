@@ -65,7 +65,8 @@ def test_k6_cluster_renders_a_testrun_of_the_same_script_and_budget_valid_agains
     service = find(render(chart), "Service")
     url = f"http://{service['metadata']['name']}.{NAMESPACE}.svc.cluster.local:{service['spec']['ports'][0]['port']}"
     config = json.loads(config_map["data"]["k6-config.json"])
-    assert config["base_url"] == url and service["metadata"]["name"] == "shop-inventory-service"
+    assert config["base_url"] == url
+    assert service["metadata"]["name"] == "shop-inventory-service"
     budget_config = json.loads(_k6_config(default_project, tmp_path / "plain"))
     rates = {
         name: item["stages"][-1]["target"] for name, item in config["options"]["scenarios"].items()
@@ -181,7 +182,7 @@ class _WrongStatus(BaseHTTPRequestHandler):
     """Lists 100 ids, then answers each of them 204: a success to http_req_failed, not to the
     script's `status 200` check."""
 
-    def do_GET(self) -> None:  # noqa: N802 (the name http.server calls)
+    def do_GET(self) -> None:  # the name http.server calls
         body = json.dumps({"data": [{"id": i} for i in range(1, 101)], "next_after": None}).encode()
         status = 200 if "?" in self.path else 204
         self.send_response(status)
@@ -190,7 +191,7 @@ class _WrongStatus(BaseHTTPRequestHandler):
         if status == 200:
             self.wfile.write(body)
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (http.server's name)
+    def log_message(self, format: str, *args: Any) -> None:  # http.server's signature
         pass
 
 

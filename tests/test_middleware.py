@@ -82,7 +82,8 @@ def test_baked_service_middleware_over_tcp(
             in metrics
         )
         assert f'/items/{item_id}"' not in metrics
-        assert "db_pool_size" in metrics and "event_loop_lag_seconds_count" in metrics
+        assert "db_pool_size" in metrics
+        assert "event_loop_lag_seconds_count" in metrics
 
     lines = [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
     get_lines = [line for line in lines if line.get("request_id") == "tmpl-get"]

@@ -197,7 +197,8 @@ def test_service_passes_its_crud_suite_through_pgbouncer_in_transaction_mode(
         timeout=240,
     )
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-2000:]
-    assert " passed" in result.stdout and "skipped" not in result.stdout
+    assert " passed" in result.stdout
+    assert "skipped" not in result.stdout
     after = _transactions_through(pgbouncer_url)
     # The suite's own database (test_inventory_service_<hex>) went through PgBouncer.
     pooled = {
@@ -205,4 +206,5 @@ def test_service_passes_its_crud_suite_through_pgbouncer_in_transaction_mode(
         for name, count in after.items()
         if name.startswith("test_")
     }
-    assert pooled and max(pooled.values()) > 50
+    assert pooled
+    assert max(pooled.values()) > 50
