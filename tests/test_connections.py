@@ -25,11 +25,6 @@ def database_url(default_project: Path, postgres_url: str) -> Iterator[str]:
         yield url
 
 
-@pytest.fixture(scope="module")
-def figures(tmp_path_factory: pytest.TempPathFactory) -> Figures:
-    return Figures(tmp_path_factory.getbasetemp())
-
-
 async def _exchange(stream: Stream, path: str) -> int:
     """One GET on a kept-alive connection; its status."""
     reader, writer = stream
