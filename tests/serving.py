@@ -4,7 +4,6 @@ import asyncio
 import contextlib
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -72,13 +71,6 @@ def wait_until_answering(
             process.kill()
             raise RuntimeError(f"{what} did not start")
         time.sleep(0.05)  # polling a process that is starting: there is no event to wait on
-
-
-def free_tcp_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def serve_process(

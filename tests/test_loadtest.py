@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from .baking import bake, run, tool_env
-from .serving import free_tcp_port, migrated_database, serve_process
+from .baking import bake, load_dev_module, run, tool_env
+from .serving import migrated_database, serve_process
 
 pytestmark = pytest.mark.slow
 PACKAGE = "inventory_service"
@@ -145,7 +145,7 @@ def test_knee_test_agrees_with_wrk_run_back_to_back(knee_run: dict[str, Any]) ->
 
 @pytest.fixture(scope="module")
 def served(project: Path, database_url: str, knee_run: dict[str, Any]) -> Iterator[str]:
-    port = free_tcp_port()
+    port = load_dev_module(project, "devdb").free_port()
     env = tool_env(project, DATABASE_URL=database_url, PORT=str(port), LOG_LEVEL="warning")
     process = serve_process([sys.executable, "-m", PACKAGE], project, env, port)
     yield f"http://127.0.0.1:{port}"

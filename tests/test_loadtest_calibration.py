@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from .baking import run, tool_env
-from .serving import free_tcp_port, serve_process
+from .baking import load_dev_module, run, tool_env
+from .serving import serve_process
 
 pytestmark = pytest.mark.slow
 
@@ -59,7 +59,7 @@ def block() -> dict[str, str]:
 def little_app(default_project: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     folder = tmp_path_factory.mktemp("little")
     (folder / "little.py").write_text(LITTLE_APP)
-    port = free_tcp_port()
+    port = load_dev_module(default_project, "devdb").free_port()
     command = [sys.executable, "-m", "uvicorn", "little:app", "--app-dir", str(folder), "--port", str(port),
                "--loop", "uvloop", "--http", "httptools", "--no-access-log", "--log-level", "warning"]  # fmt: skip
     process = serve_process(command, folder, tool_env(default_project), port)
