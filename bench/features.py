@@ -30,7 +30,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench.run import LOAD_CORE, POOL_SIZE, SERVER_CORE, WRK, _prepare
+from bench.driver import LOAD_CORE, POOL_SIZE, SERVER_CORE, migrate, prepare, wrk
 from tests.baking import bake, load_dev_module, tool_env
 from tests.serving import wait_until_answering
 
@@ -60,8 +60,11 @@ def _issuer(project: Path) -> Any:
 
 def _start(project: Path, env: dict[str, str], port: int, log: Path) -> subprocess.Popen[bytes]:
     # METRICS_PORT=0: no metrics listener, or the variants would all ask for the same port.
-    variables = tool_env(project, PORT=str(port), POOL_MIN_SIZE=str(POOL_SIZE), POOL_MAX_SIZE=str(POOL_SIZE),
-                         APP_ENV="prod", METRICS_PORT="0", **env)  # fmt: skip
+    pool = str(POOL_SIZE)
+    variables = tool_env(
+        project, PORT=str(port), POOL_MIN_SIZE=pool, POOL_MAX_SIZE=pool, APP_ENV="prod",
+        METRICS_PORT="0", **env,
+    )  # fmt: skip
     command = ["taskset", "-c", str(SERVER_CORE), sys.executable, "-m", "inventory_service"]
     process = subprocess.Popen(
         command, cwd=project, env=variables, stdout=log.open("wb"), stderr=subprocess.STDOUT
@@ -70,30 +73,13 @@ def _start(project: Path, env: dict[str, str], port: int, log: Path) -> subproce
     return process
 
 
-def _wrk(base: str, headers: dict[str, str], args: argparse.Namespace, duration: int) -> float:
-    script = (
-        f"ROWS = {args.rows}\n"
-        + (WRK / f"{args.workload}.lua").read_text()
-        + (WRK / "report.lua").read_text()
-    )
-    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as handle:
-        handle.write(script)
-    flags = [item for name, value in headers.items() for item in ("-H", f"{name}: {value}")]
-    try:
-        result = subprocess.run(["wrk", "-t1", f"-c{args.connections}", f"-d{duration}s", *flags, "-s", handle.name, base],
-                                capture_output=True, text=True, check=True, timeout=duration + 30)  # fmt: skip
-    finally:
-        os.unlink(handle.name)
-    raw = json.loads(
-        next(
-            line for line in result.stdout.splitlines() if line.startswith("WRK_JSON ")
-        ).removeprefix("WRK_JSON ")
-    )
-    if raw["non_2xx"] or raw["socket_errors"]:
-        raise RuntimeError(
-            f"{base}: {raw['non_2xx']} non-2xx answers, {raw['socket_errors']} socket errors"
-        )
-    return float(raw["requests"] / (raw["duration_us"] / 1e6))
+def _rps(base: str, headers: dict[str, str], args: argparse.Namespace, duration: int) -> float:
+    """Requests per second of one wrk run; every answer must be a 2xx."""
+    result = wrk(base, args.workload, rows=args.rows, duration=duration,
+                 connections=args.connections, headers=headers)  # fmt: skip
+    if result["errors"]:
+        raise RuntimeError(f"{base}: {result['errors']:.0f} non-2xx answers or socket errors")
+    return result["rps"]
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -103,10 +89,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     devdb = load_dev_module(projects["none"], "devdb")
     processes: list[subprocess.Popen[bytes]] = []
     with devdb.ThrowawayPostgres(work / "pgdata") as postgres, _issuer(projects["jwt"]) as issuer:
-        migrate = subprocess.run([sys.executable, "-m", "alembic", "upgrade", "head"], cwd=projects["none"],
-                                 env=tool_env(projects["none"], DATABASE_URL=postgres.url), capture_output=True, check=False)  # fmt: skip
-        assert migrate.returncode == 0, migrate.stderr
-        asyncio.run(_prepare(postgres.url, args.rows))
+        migrate(projects["none"], postgres.url)
+        asyncio.run(prepare(postgres.url, args.rows))
         jwt_env = {name.upper(): str(value) for name, value in issuer.settings().items()}
         token = issuer.token(scope="items:read items:write", lifetime=3600)
         headers = {
@@ -123,13 +107,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 processes.append(_start(projects[auth], env, port, work / f"{name}.log"))
                 bases[name] = f"http://127.0.0.1:{port}"
             for name in args.variants:  # warm-up, and a check that every answer is a 2xx
-                _wrk(bases[name], headers[VARIANTS[name][0]], args, args.warmup)
+                _rps(bases[name], headers[VARIANTS[name][0]], args, args.warmup)
             rps: dict[str, list[float]] = {name: [] for name in args.variants}
             for round_ in range(args.rounds):
                 shift = round_ % len(args.variants)
                 for name in args.variants[shift:] + args.variants[:shift]:
                     rps[name].append(
-                        _wrk(bases[name], headers[VARIANTS[name][0]], args, args.duration)
+                        _rps(bases[name], headers[VARIANTS[name][0]], args, args.duration)
                     )
                     print(f"round {round_ + 1} {name:12} {rps[name][-1]:8.0f} rps", flush=True)
         finally:

@@ -31,11 +31,12 @@ def _token(algorithm: str) -> tuple[str, dict[str, Any]]:
         else ec.generate_private_key(ec.SECP256R1())
     )
     now = int(time.time())
-    claims = {"iss": ISSUER, "aud": AUDIENCE, "sub": "user-1", "iat": now, "nbf": now, "exp": now + 3600,
-              "scope": "items:read items:write", "client_id": "frontend", "jti": "0123456789abcdef"}  # fmt: skip
+    claims = {"iss": ISSUER, "aud": AUDIENCE, "sub": "user-1", "iat": now, "nbf": now,
+              "exp": now + 3600, "scope": "items:read items:write", "client_id": "frontend",
+              "jti": "0123456789abcdef"}  # fmt: skip
     token = jwt.encode(claims, private, algorithm=algorithm, headers={"kid": "k1"})
-    jwk: dict[str, Any] = {**json.loads(jwt.get_algorithm_by_name(algorithm).to_jwk(private.public_key())),
-                           "kid": "k1", "alg": algorithm, "use": "sig"}  # fmt: skip
+    public = json.loads(jwt.get_algorithm_by_name(algorithm).to_jwk(private.public_key()))
+    jwk: dict[str, Any] = {**public, "kid": "k1", "alg": algorithm, "use": "sig"}
     return token, jwk
 
 
@@ -49,8 +50,11 @@ def _pyjwt(token: str, jwk: dict[str, Any]) -> Callable[[], object]:
 
 def _joserfc(token: str, jwk: dict[str, Any]) -> Callable[[], object]:
     keys = KeySet.import_key_set({"keys": [jwk]})
-    registry = jose_jwt.JWTClaimsRegistry(iss={"essential": True, "value": ISSUER},
-                                          aud={"essential": True, "value": AUDIENCE}, exp={"essential": True})  # fmt: skip
+    registry = jose_jwt.JWTClaimsRegistry(
+        iss={"essential": True, "value": ISSUER},
+        aud={"essential": True, "value": AUDIENCE},
+        exp={"essential": True},
+    )
 
     def verify() -> object:
         decoded = jose_jwt.decode(token, keys, algorithms=[jwk["alg"]])

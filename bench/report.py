@@ -1,4 +1,5 @@
-"""Turn the benchmark's raw runs into medians, ratios and target checks; write JSON, Markdown, PNG."""
+"""Turn the benchmark's raw runs into medians, ratios and target checks; write JSON, Markdown and
+PNG."""
 
 import json
 import statistics
@@ -68,8 +69,13 @@ def summarise(results: dict[str, Any]) -> dict[str, Any]:
                     )
         paced = results.get("paced_by_id")
         if paced:
-            checks.append({"target": f"by-id p99 at 70% of knee <= {P99_AT_70_PERCENT_MS} ms",
-                           "value": round(paced["p99_ms"], 2), "met": paced["p99_ms"] <= P99_AT_70_PERCENT_MS})  # fmt: skip
+            checks.append(
+                {
+                    "target": f"by-id p99 at 70% of knee <= {P99_AT_70_PERCENT_MS} ms",
+                    "value": round(paced["p99_ms"], 2),
+                    "met": paced["p99_ms"] <= P99_AT_70_PERCENT_MS,
+                }
+            )
         rss = results["rss_mb"]["generated"]
         checks.append(
             {
@@ -87,7 +93,8 @@ def markdown(results: dict[str, Any]) -> str:
     workloads = list(next(iter(medians.values())))
     lines = [
         f"Machine: {machine['cpu']}, {machine['cores']} cores, {machine['memory_gb']} GB, "
-        f"Linux {machine['kernel']}, Python {machine['python']}, PostgreSQL {machine['postgresql']}, "
+        f"Linux {machine['kernel']}, Python {machine['python']}, "
+        f"PostgreSQL {machine['postgresql']}, "
         f"{machine['wrk']}; {machine['date']}.",
         f"Servers pinned to core 0, PostgreSQL and wrk to core 1; {settings['rounds']} interleaved "
         f"rounds of {settings['duration']} s per app and workload, {settings['connections']} "
@@ -113,7 +120,8 @@ def markdown(results: dict[str, Any]) -> str:
     paced = results.get("paced_by_id")
     if paced:
         lines += ["", f"by-id paced at 70 % of the knee: {paced['rps']:,.0f} rps offered over "
-                  f"{paced['connections']} connections, p50 {paced['p50_ms']:.2f} ms, p99 {paced['p99_ms']:.2f} ms."]  # fmt: skip
+                  f"{paced['connections']} connections, p50 {paced['p50_ms']:.2f} ms, "
+                  f"p99 {paced['p99_ms']:.2f} ms."]  # fmt: skip
     lines += [
         "",
         "RSS after the run: "

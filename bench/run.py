@@ -7,7 +7,6 @@ with every workload, interleaving the apps round after round. Writes JSON, Markd
 
 import argparse
 import asyncio
-import json
 import math
 import os
 import platform
@@ -23,18 +22,16 @@ import asyncpg
 import httpx
 import psutil
 
+from bench.driver import LOAD_CORE, POOL_SIZE, SERVER_CORE, migrate, prepare, wrk
 from bench.report import summarise, write_reports
 from tests.baking import bake, load_dev_module, tool_env
 from tests.serving import wait_until_answering
 
 ROOT = Path(__file__).resolve().parents[1]
-WRK = Path(__file__).resolve().parent / "wrk"
-SERVER_CORE, LOAD_CORE = 0, 1
 APPS = ("generated", "generated_log_off", "ceiling", "minimal", "baseline")
 WORKLOADS = ("by_id", "page", "create", "patch", "delete")
 # Rows seeded ahead of each delete run, per second of it: more than any app deletes in a second.
 DELETABLE_PER_SECOND = 40_000
-POOL_SIZE = 8
 _TUNED = ["--loop", "uvloop", "--http", "httptools", "--no-access-log", "--no-server-header",
           "--no-proxy-headers"]  # fmt: skip
 
@@ -83,61 +80,18 @@ def _check_answers(name: str, base: str) -> None:
         assert patched.json()["quantity"] == 5, name
 
 
-def _wrk(base: str, workload: str, *, rows: int, duration: int, connections: int,
-         delay_ms: int | None = None, start: int = 0) -> dict[str, float]:  # fmt: skip
-    script = f"ROWS = {rows}\nSTART = {start}\n" + (WRK / f"{workload}.lua").read_text()
-    if delay_ms is not None:
-        script = f"DELAY_MS = {delay_ms}\n" + script + (WRK / "paced.lua").read_text()
-    script += (WRK / "report.lua").read_text()
-    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as handle:
-        handle.write(script)
-    try:
-        result = subprocess.run(
-            ["wrk", "-t1", f"-c{connections}", f"-d{duration}s", "-s", handle.name, base],
-            capture_output=True, text=True, check=True, timeout=duration + 30,
-        )  # fmt: skip
-    finally:
-        os.unlink(handle.name)
-    line = next(line for line in result.stdout.splitlines() if line.startswith("WRK_JSON "))
-    raw = json.loads(line.removeprefix("WRK_JSON "))
-    return {
-        "requests": raw["requests"],
-        "rps": raw["requests"] / (raw["duration_us"] / 1e6),
-        "p50_ms": raw["p50_us"] / 1000,
-        "p99_ms": raw["p99_us"] / 1000,
-        "errors": raw["non_2xx"] + raw["socket_errors"],
-    }
-
-
-async def _prepare(url: str, rows: int) -> str:
-    connection = await asyncpg.connect(url)
-    try:
-        # The same for every app; commits wait for no fsync so the CPU, not the disk, is measured.
-        await connection.execute("ALTER SYSTEM SET synchronous_commit = off")
-        await connection.execute("SELECT pg_reload_conf()")
-        await connection.execute(
-            "INSERT INTO items (name, description, price_cents, quantity) "
-            "SELECT 'item ' || n, 'seeded row ' || n, n * 10, n % 100 FROM generate_series(1, $1) n",
-            rows,
-        )
-        await connection.execute("VACUUM ANALYZE items")
-        version: str = await connection.fetchval("SHOW server_version")
-        return version
-    finally:
-        await connection.close()
-
-
 async def _seed_deletable(url: str, count: int) -> int:
     """Insert `count` rows with consecutive ids for a delete run; return the first id."""
     connection = await asyncpg.connect(url)
     try:
-        first, last = await connection.fetchrow(
+        row = await connection.fetchrow(
             "WITH new AS (INSERT INTO items (name, price_cents) "
             "SELECT 'to delete', 1 FROM generate_series(1, $1) RETURNING id) "
-            "SELECT min(id), max(id) FROM new", count,
+            "SELECT min(id) AS first, max(id) AS last FROM new", count,
         )  # fmt: skip
-        assert last - first + 1 == count, "the delete range must be contiguous"
-        return int(first)
+        assert row is not None
+        assert row["last"] - row["first"] + 1 == count, "the delete range must be contiguous"
+        return int(row["first"])
     finally:
         await connection.close()
 
@@ -149,7 +103,7 @@ def _drive(
     start = 0
     if workload == "delete":
         start = asyncio.run(_seed_deletable(url, DELETABLE_PER_SECOND * duration))
-    return _wrk(
+    return wrk(
         base, workload, rows=args.rows, duration=duration, connections=args.connections, start=start
     )
 
@@ -158,17 +112,18 @@ def _paced_p99(base: str, knee: float, args: argparse.Namespace) -> dict[str, fl
     """p99 of by-id reads at 70 % of the knee: wrk paced by a fixed think time per connection."""
     target, delay_ms = 0.7 * knee, 10
     connections = max(1, math.ceil(target * (delay_ms + 0.5) / 1000))
-    probe = _wrk(
+    probe = wrk(
         base, "by_id", rows=args.rows, duration=3, connections=connections, delay_ms=delay_ms
     )
     connections = max(1, min(args.max_in_flight - 4, round(connections * target / probe["rps"])))
-    paced = _wrk(base, "by_id", rows=args.rows, duration=max(args.duration, 5),
+    paced = wrk(base, "by_id", rows=args.rows, duration=max(args.duration, 5),
                  connections=connections, delay_ms=delay_ms)  # fmt: skip
     return {"target_rps": target, "connections": connections, **paced}
 
 
 def _machine(pg_version: str) -> dict[str, Any]:
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+    cpuinfo = Path("/proc/cpuinfo").read_text().splitlines()
+    cpu = next((line.split(":", 1)[1].strip() for line in cpuinfo
                 if line.startswith("model name")), platform.processor())  # fmt: skip
     wrk_version = subprocess.run(["wrk", "-v"], capture_output=True, text=True, check=False)
     return {
@@ -190,10 +145,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     devdb = load_dev_module(project, "devdb")
     processes: dict[str, subprocess.Popen[bytes]] = {}
     with devdb.ThrowawayPostgres(work / "pgdata") as postgres:
-        migrate = subprocess.run([sys.executable, "-m", "alembic", "upgrade", "head"], cwd=project,
-                                 env=tool_env(project, DATABASE_URL=postgres.url), capture_output=True, check=False)  # fmt: skip
-        assert migrate.returncode == 0, migrate.stderr
-        pg_version = asyncio.run(_prepare(postgres.url, args.rows))
+        migrate(project, postgres.url)
+        pg_version = asyncio.run(prepare(postgres.url, args.rows))
         bases: dict[str, str] = {}
         try:
             for name in args.apps:
@@ -216,8 +169,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                         server = psutil.Process(processes[name].pid)
                         cpu_before = sum(server.cpu_times()[:2])
                         run_ = _drive(bases[name], workload, args, postgres.url, args.duration)
-                        # The server's own CPU per request: what the code costs, whatever else the
-                        # shared machine runs meanwhile (throughput moves with that, this much less).
+                        # Server CPU per request: the code's cost, whatever else the shared machine
+                        # runs meanwhile (throughput moves with that, this much less).
                         cpu = sum(server.cpu_times()[:2]) - cpu_before
                         run_["cpu_us"] = cpu / max(run_["requests"], 1) * 1e6
                         runs[name][workload].append(run_)

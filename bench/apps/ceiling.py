@@ -20,7 +20,7 @@ from .common import (
 )
 
 
-class _NoReset(asyncpg.Connection):  # type: ignore[type-arg]
+class _NoReset(asyncpg.Connection):
     def get_reset_query(self) -> str:
         return ""
 
