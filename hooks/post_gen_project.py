@@ -5,7 +5,9 @@ import subprocess
 import sys
 
 SLUG = "{{ cookiecutter.project_slug }}"
-LOCK = "{{ cookiecutter.lock_dependencies }}" == "yes"
+# Typed as str: before rendering the two sides are different literals (mypy: comparison-overlap).
+LOCK_OPTION: str = "{{ cookiecutter.lock_dependencies }}"
+LOCK = LOCK_OPTION == "yes"
 
 
 def lock_dependencies() -> str:

@@ -23,12 +23,10 @@ DEMO = ROOT / "demo"
 
 def _show(response: httpx.Response) -> None:
     request = response.request
-    print(
-        f"\n$ {request.method} {request.url.path}{'?' + request.url.query.decode() if request.url.query else ''}"
-    )
-    print(
-        f"  {response.status_code} {response.reason_phrase}  {response.headers.get('content-type', '')}"
-    )
+    query = f"?{request.url.query.decode()}" if request.url.query else ""
+    content_type = response.headers.get("content-type", "")
+    print(f"\n$ {request.method} {request.url.path}{query}")
+    print(f"  {response.status_code} {response.reason_phrase}  {content_type}")
     if response.content:
         print("  " + json.dumps(response.json(), indent=2).replace("\n", "\n  "))
 
