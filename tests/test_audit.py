@@ -68,7 +68,8 @@ def test_locked_dependencies_have_no_known_vulnerability(
             )
             pytest.skip(
                 f"the vulnerability service is unreachable from this machine ({where}); "
-                f"pip-audit could not audit {len(unaudited)} of {len(dependencies)} locked dependencies"
+                f"pip-audit could not audit {len(unaudited)} of {len(dependencies)} locked "
+                "dependencies"
             )
     assert unaudited == [], f"PyPI answers, yet these were not audited: {unaudited}"
     assert vulnerable == {}

@@ -211,7 +211,10 @@ def test_chart_readme_is_generated_from_the_schema_and_the_check_catches_a_stale
     readme = (chart / "README.md").read_text()
     schema = json.loads((chart / "values.schema.json").read_text())
     db_port = schema["properties"]["networkPolicy"]["properties"]["database"]["properties"]["port"]
-    row = f"| `networkPolicy.database.port` | `5432` | integer [1, 65535] | {db_port['description']} |"
+    row = (
+        f"| `networkPolicy.database.port` | `5432` | integer [1, 65535] "
+        f"| {db_port['description']} |"
+    )
     assert row in readme.splitlines()
     assert readme.count("\n| `") == _count_values(schema)  # every value of the schema, once
     assert (

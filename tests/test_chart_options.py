@@ -1,5 +1,6 @@
 """What the chart adds around the pod: labels no selector confuses, the Secret checksum, the image
-digest, the metrics port, the NetworkPolicy and the `helm test` hook (alerts: test_chart_alerts.py)."""
+digest, the metrics port, the NetworkPolicy and the `helm test` hook (alerts:
+test_chart_alerts.py)."""
 
 import subprocess
 import sys
@@ -28,7 +29,8 @@ def _pod_labels(item: dict[str, Any]) -> dict[str, str]:
 
 
 def test_migration_and_test_pods_are_matched_by_no_selector_of_the_service(chart: Path) -> None:
-    """Overlapping selectors would count the Job's pod as a replica (Deployment, PDB, HPA, spread)."""
+    """Overlapping selectors would count the Job's pod as a replica (Deployment, PDB, HPA,
+    spread)."""
     objects = render(chart, EVERYTHING_ON)
     selectors = pod_selectors(objects)
     assert len(selectors) == 7, selectors  # Deployment, 2 Services, PDB, spread, 2 NetworkPolicies
@@ -125,7 +127,7 @@ def _services(objects: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, 
     return services[None], services["metrics"]
 
 
-def test_network_policy_lets_in_the_ingress_monitoring_and_helpers_and_out_only_the_database_and_dns(
+def test_network_policy_lets_in_ingress_monitoring_and_helpers_and_out_only_the_database_and_dns(
     chart: Path,
 ) -> None:
     assert "NetworkPolicy" not in {item["kind"] for item in render(chart)}

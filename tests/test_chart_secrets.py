@@ -21,7 +21,7 @@ def test_by_default_the_database_url_is_an_environment_variable_and_no_secret_is
     assert "secrets" not in [volume["name"] for volume in spec["volumes"]]
 
 
-def test_as_files_the_secret_is_mounted_read_only_where_the_service_looks_and_left_out_of_the_environment(
+def test_as_files_the_secret_is_mounted_read_only_where_the_service_looks_not_in_the_environment(
     chart: Path,
 ) -> None:
     values = {

@@ -47,7 +47,8 @@ def test_schemathesis_finds_no_server_error_and_no_schema_violation(
     fuzzed: Served, default_project: Path, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     command = [
-        str(Path(sys.executable).parent / "schemathesis"), "--config-file", str(HERE / "schemathesis.toml"),
+        str(Path(sys.executable).parent / "schemathesis"),
+        "--config-file", str(HERE / "schemathesis.toml"),
         "run", f"{fuzzed.url}/openapi.json", *CHECKS,
         "--max-examples", EXAMPLES, "--seed", SEED, "--request-timeout", "10", "--no-shrink",
         "--report", "junit", "--report-dir", str(tmp_path),

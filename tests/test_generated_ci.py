@@ -57,7 +57,7 @@ def test_ci_workflow_lints_tests_audits_lints_the_chart_builds_the_image_and_smo
     assert set(installs) == {"make install UV_SYNC_FLAGS=--locked"}
 
 
-def test_ci_builds_the_image_with_a_layer_cache_and_pushes_it_to_ghcr_from_main_with_sbom_and_provenance(
+def test_ci_builds_the_image_with_a_layer_cache_and_pushes_to_ghcr_from_main_with_sbom_provenance(
     default_project: Path,
 ) -> None:
     image = _workflow(default_project)["jobs"]["image"]

@@ -90,7 +90,7 @@ def test_pre_commit_hooks_are_make_lints_checks_and_fail_on_a_lint_error(tmp_pat
     )
     assert [hooks[name]["entry"].replace(" --force-exclude", "") + suffix for name, suffix in
             (("ruff-check", " ."), ("ruff-format", " ."), ("mypy", ""))] == lint  # fmt: skip
-    # The project's .venv, as `make install` makes it: here the template's, which has the same tools.
+    # The project's .venv, as `make install` makes it: here the template's, with the same tools.
     (project / ".venv").mkdir()
     (project / ".venv" / "bin").symlink_to(VENV_BIN)
     git(project, "init", "-q")
@@ -132,7 +132,8 @@ def _cruft_step(project: Path) -> str:
 def test_ci_says_when_the_template_has_moved_and_stays_quiet_otherwise(tmp_path: Path) -> None:
     template = git_copy_of_template(tmp_path / "template")
     created = run(
-        tmp_path, "cruft", "create", str(template), "--no-input", "--output-dir", str(tmp_path / "out"),
+        tmp_path, "cruft", "create", str(template), "--no-input",
+        "--output-dir", str(tmp_path / "out"),
         "--extra-context", json.dumps({"lock_dependencies": "no"}),
     )  # fmt: skip
     assert created.returncode == 0, created.stderr

@@ -1,6 +1,6 @@
-"""The baked image as written: hadolint, the Dockerfile's shape, compose, and the image's command run
-outside a container with the Dockerfile's environment on a real PostgreSQL (tests/test_image_build.py
-builds and runs the image itself)."""
+"""The baked image as written: hadolint, the Dockerfile's shape, compose, and the image's command
+run outside a container with the Dockerfile's environment on a real PostgreSQL
+(tests/test_image_build.py builds and runs the image itself)."""
 
 import json
 import shlex
@@ -33,7 +33,9 @@ def _dockerfile_runtime(project: Path) -> tuple[dict[str, str], list[str], str]:
     for line in lines[last_from:]:
         instruction, _, rest = line.partition(" ")
         if instruction == "ENV":
-            env.update(pair.split("=", 1) for pair in shlex.split(rest))
+            for pair in shlex.split(rest):
+                name, _, value = pair.partition("=")
+                env[name] = value
         elif instruction == "CMD":
             command = json.loads(rest)
         elif instruction == "STOPSIGNAL":

@@ -32,7 +32,8 @@ pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(
         not (shutil.which("buildah") and shutil.which("debootstrap") and os.geteuid() == 0),
-        reason="needs buildah and debootstrap, as root (apt-get install buildah debootstrap; .ci/run does)",
+        reason="needs buildah and debootstrap, as root "
+        "(apt-get install buildah debootstrap; .ci/run does)",
     ),
 ]
 STORE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "fastapi-1core" / "buildah"
@@ -40,20 +41,14 @@ BASE = "python:3.11-slim-bookworm"
 UV = "ghcr.io/astral-sh/uv:0.9"
 IMAGE = "inventory-service:test"
 MIRROR = "http://deb.debian.org/debian"
+# buildah on the tests' own store of images (see above).
+BUILDAH = ["buildah", "--root", str(STORE / "root"), "--runroot", str(STORE / "run"),
+           "--storage-driver", "vfs"]  # fmt: skip
 
 
 def buildah(*args: str, timeout: float = 300) -> str:
-    command = [
-        "buildah",
-        "--root",
-        str(STORE / "root"),
-        "--runroot",
-        str(STORE / "run"),
-        "--storage-driver",
-        "vfs",
-    ]
     result = subprocess.run(
-        [*command, *args], capture_output=True, text=True, timeout=timeout, check=False
+        [*BUILDAH, *args], capture_output=True, text=True, timeout=timeout, check=False
     )
     if result.returncode != 0:
         raise AssertionError(
@@ -63,16 +58,15 @@ def buildah(*args: str, timeout: float = 300) -> str:
 
 
 def _has_image(name: str) -> bool:
-    return subprocess.run(
-        ["buildah", "--root", str(STORE / "root"), "--runroot", str(STORE / "run"), "--storage-driver", "vfs",
-         "inspect", "--type", "image", name], capture_output=True, check=False,
-    ).returncode == 0  # fmt: skip
+    inspect = [*BUILDAH, "inspect", "--type", "image", name]
+    return subprocess.run(inspect, capture_output=True, check=False).returncode == 0
 
 
 def _python_stand_in(work: Path) -> None:
     rootfs = work / "bookworm"
     debootstrap = subprocess.run(
-        ["debootstrap", "--variant=minbase", "--include=python3.11,passwd", "bookworm", str(rootfs), MIRROR],
+        ["debootstrap", "--variant=minbase", "--include=python3.11,passwd", "bookworm",
+         str(rootfs), MIRROR],
         capture_output=True, text=True, timeout=600, check=False,
     )  # fmt: skip
     if debootstrap.returncode != 0:
@@ -97,7 +91,8 @@ def _python_stand_in(work: Path) -> None:
     container = buildah("from", "scratch")
     buildah("add", container, str(work / "rootfs.tar"), "/")
     buildah("config", "--env", "PATH=/usr/local/bin:/usr/local/sbin:/usr/sbin:/usr/bin:/sbin:/bin",
-            "--env", "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt", "--cmd", "python3", container)  # fmt: skip
+            "--env", "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt", "--cmd", "python3",
+            container)  # fmt: skip
     buildah("commit", "--rm", container, BASE)
 
 
@@ -142,8 +137,12 @@ def image(
         line.split()[0]: line.split(maxsplit=1)[1]
         for line in buildah("images", "--format", "{{.Name}}:{{.Tag}} {{.Size}}").splitlines()
     }
-    figures = {"build_seconds": round(built, 1), "stand_ins_seconds": round(stand_ins, 1),
-               "image_size": sizes[f"localhost/{IMAGE}"], "base_size": sizes[f"docker.io/library/{BASE}"]}  # fmt: skip
+    figures: dict[str, float | str] = {
+        "build_seconds": round(built, 1),
+        "stand_ins_seconds": round(stand_ins, 1),
+        "image_size": sizes[f"localhost/{IMAGE}"],
+        "base_size": sizes[f"docker.io/library/{BASE}"],
+    }
     Figures(tmp_path_factory.getbasetemp()).record("image_build", **figures)
     print(f"image: {figures}")
     yield figures
@@ -151,7 +150,8 @@ def image(
 
 
 def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
-    """Every file of a container's root with its size and mtime, /tmp aside (an emptyDir in the pod)."""
+    """Every file of a container's root with its size and mtime, /tmp aside (an emptyDir in the
+    pod)."""
     found = {}
     for folder, _, files in os.walk(root):
         relative = Path(folder).relative_to(root)
@@ -176,8 +176,9 @@ def test_image_builds_unchanged_and_serves_as_uid_10001_from_an_unwritten_root(
     os.chmod(tmp, 0o1777)
     try:
         with scratch_database(postgres_url, "image_build") as url:
-            run = ["run", "--isolation", "chroot", "--env", f"DATABASE_URL={url}", "--env", f"PORT={port}",
-                   "--mount", f"type=bind,source={tmp},destination=/tmp", container, "--"]  # fmt: skip
+            run = ["run", "--isolation", "chroot", "--env", f"DATABASE_URL={url}",
+                   "--env", f"PORT={port}", "--mount", f"type=bind,source={tmp},destination=/tmp",
+                   container, "--"]  # fmt: skip
             buildah(*run, "alembic", "upgrade", "head")  # what the migration Job runs
             served = _serve_and_drain(run, config["Cmd"], port)
         after = _snapshot(root)
@@ -197,17 +198,8 @@ def test_image_builds_unchanged_and_serves_as_uid_10001_from_an_unwritten_root(
 
 
 def _serve_and_drain(run: list[str], command: list[str], port: int) -> dict[str, object]:
-    base = [
-        "buildah",
-        "--root",
-        str(STORE / "root"),
-        "--runroot",
-        str(STORE / "run"),
-        "--storage-driver",
-        "vfs",
-    ]
     process = subprocess.Popen(
-        [*base, *run, *command], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        [*BUILDAH, *run, *command], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
     try:
         url = f"http://127.0.0.1:{port}"
@@ -224,9 +216,10 @@ def _serve_and_drain(run: list[str], command: list[str], port: int) -> dict[str,
             httpx.delete(item, timeout=5).status_code,
             httpx.get(item, timeout=5).status_code,
         ]
-        # buildah's chroot helper carries the command in its arguments too: the server is the python.
+        # buildah's chroot helper has the command in its arguments too: the server is the python.
         (server,) = [child for child in psutil.Process(process.pid).children(recursive=True)
-                     if child.cmdline()[-2:] == command[-2:] and Path(child.exe()).name.startswith("python")]  # fmt: skip
+                     if child.cmdline()[-2:] == command[-2:]
+                     and Path(child.exe()).name.startswith("python")]  # fmt: skip
         uid = server.uids().real
         server.send_signal(signal.SIGTERM)  # what the kubelet sends (the image's STOPSIGNAL)
         output, _ = process.communicate(timeout=60)

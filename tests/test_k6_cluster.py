@@ -127,9 +127,10 @@ def _runner(bundle: Path, index: int, parallelism: int, name: str) -> list[str]:
     cuts = ["0", *(f"{i}/{parallelism}" for i in range(1, parallelism)), "1"]
     return [
         K6, "run", "--quiet", f"--execution-segment={cuts[index - 1]}:{cuts[index]}",
-        f"--execution-segment-sequence={','.join(cuts)}", "--tag", f"testid={name}", str(bundle / "crud.js"),
-        "--tag", f"instance_id={index}", "--tag", f"testrun_name={name}",
-        "--summary-export", str(bundle / f"summary-{index}.json"), "--out", f"json={bundle / f'points-{index}.json'}",
+        f"--execution-segment-sequence={','.join(cuts)}", "--tag", f"testid={name}",
+        str(bundle / "crud.js"), "--tag", f"instance_id={index}", "--tag", f"testrun_name={name}",
+        "--summary-export", str(bundle / f"summary-{index}.json"),
+        "--out", f"json={bundle / f'points-{index}.json'}",
     ]  # fmt: skip
 
 
@@ -156,7 +157,16 @@ def test_two_runners_split_the_load_and_group_every_url_under_its_route_name(
     }
 
     name = test_run["metadata"]["name"]
-    runners = [subprocess.Popen(_runner(bundle, index, 2, name), cwd=bundle, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for index in (1, 2)]  # fmt: skip
+    runners = [
+        subprocess.Popen(
+            _runner(bundle, index, 2, name),
+            cwd=bundle,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for index in (1, 2)
+    ]
     outputs = [runner.communicate(timeout=120)[0] for runner in runners]
     assert [runner.returncode for runner in runners] == [0, 0], outputs
     counts = [

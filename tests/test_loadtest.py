@@ -43,8 +43,8 @@ def knee_run(
     """One short `python -m loadtest` on two scenarios, `create` held to an impossible budget."""
     folder = tmp_path_factory.mktemp("knee")
     budget = (project / "loadtest" / "budget.toml").read_text()
-    budget = budget.replace("[scenarios.create]     # POST /<resources> with a small valid body\nmin_rps = 400",
-                            "[scenarios.create]\nmin_rps = 1000000")  # fmt: skip
+    create = "[scenarios.create]     # POST /<resources> with a small valid body\nmin_rps = 400"
+    budget = budget.replace(create, "[scenarios.create]\nmin_rps = 1000000")
     assert "min_rps = 1000000" in budget
     (folder / "budget.toml").write_text(budget)
     result = run(
@@ -155,8 +155,9 @@ def served(project: Path, database_url: str, knee_run: dict[str, Any]) -> Iterat
 
 def _k6(project: Path, url: str, budget: Path, results: Path) -> subprocess.CompletedProcess[str]:
     return run(
-        project, sys.executable, "-m", "loadtest", "--budget", str(budget), "--results", str(results),
-        "k6", "--url", url, "--scenarios", "by_id,create", "--seconds", "2", "--rate-scale", "0.2",
+        project, sys.executable, "-m", "loadtest",
+        "--budget", str(budget), "--results", str(results), "k6", "--url", url,
+        "--scenarios", "by_id,create", "--seconds", "2", "--rate-scale", "0.2",
         timeout=120,
     )  # fmt: skip
 

@@ -60,8 +60,9 @@ def little_app(default_project: Path, tmp_path_factory: pytest.TempPathFactory) 
     folder = tmp_path_factory.mktemp("little")
     (folder / "little.py").write_text(LITTLE_APP)
     port = load_dev_module(default_project, "devdb").free_port()
-    command = [sys.executable, "-m", "uvicorn", "little:app", "--app-dir", str(folder), "--port", str(port),
-               "--loop", "uvloop", "--http", "httptools", "--no-access-log", "--log-level", "warning"]  # fmt: skip
+    command = [sys.executable, "-m", "uvicorn", "little:app", "--app-dir", str(folder),
+               "--port", str(port), "--loop", "uvloop", "--http", "httptools", "--no-access-log",
+               "--log-level", "warning"]  # fmt: skip
     process = serve_process(command, folder, tool_env(default_project), port)
     yield f"http://127.0.0.1:{port}"
     process.terminate()
@@ -106,8 +107,9 @@ def test_rate_search_on_a_capped_sleep_finds_the_rate_littles_law_gives(
     above it the queue grows for the whole trial and p99 leaves the 150 ms budget: the search must
     land there."""
     result = run(
-        default_project, sys.executable, "-m", "loadtest", "search", "--url", little_app, "--path", "/capped",
-        "--start-rps", "200", "--max-p99-ms", "150", "--seconds", "3", "--repeats", "2", timeout=400,
+        default_project, sys.executable, "-m", "loadtest", "search",
+        "--url", little_app, "--path", "/capped", "--start-rps", "200", "--max-p99-ms", "150",
+        "--seconds", "3", "--repeats", "2", timeout=400,
     )  # fmt: skip
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     found = json.loads(result.stdout.strip().splitlines()[-1])

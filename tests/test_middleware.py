@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from .baking import TEMPLATE
+from .baking import TEMPLATE, VENV_BIN
 from .serving import Served, migrated_database, start_service
 
 ITEM_TEMPLATE = "/items/{item_id}"
@@ -121,7 +121,7 @@ def test_bench_driver_runs_end_to_end(tmp_path: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "bench.run", "--duration", "1", "--warmup", "1", "--rounds", "1",
          "--rows", "2000", "--out", str(out), "--workdir", str(workdir)],
-        cwd=TEMPLATE, env={**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"},
+        cwd=TEMPLATE, env={**os.environ, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}"},
         capture_output=True, text=True, timeout=240, check=False,
     )  # fmt: skip
     shutil.rmtree(workdir, ignore_errors=True)

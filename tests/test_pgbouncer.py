@@ -15,6 +15,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
@@ -142,7 +143,8 @@ def _transactions_through(pgbouncer_url: str) -> dict[str, int]:
     return {str(row["database"]): int(row["total_xact_count"]) for row in rows}
 
 
-async def _query_again_on_another_server_connection(settings: object, database: type) -> None:
+async def _query_again_on_another_server_connection(settings: object, database: Any) -> None:
+    """`database`: the bake's `db.Database` class, loaded from its src/ at run time."""
     db = await database.connect(settings, "pgbouncer-test")
     try:
         async with db.connection() as first, db.connection() as second:
