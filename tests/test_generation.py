@@ -1,6 +1,8 @@
 """Bake named option sets; each must render fully, lint clean and pass its own suite."""
 
+import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -93,6 +95,22 @@ def test_variant_passes_ruff(variant: tuple[Path, dict[str, Any]]) -> None:
     check = run(project, "ruff", "check", ".")
     assert check.returncode == 0, check.stdout
     layout = run(project, "ruff", "format", "--check", ".")
+    assert layout.returncode == 0, layout.stdout
+
+
+@pytest.mark.parametrize("auth", ["none", "api_key", "jwt"])
+def test_a_bake_without_ruff_on_path_is_already_laid_out_as_ruff_would(
+    auth: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The post-generation hook formats with ruff when it finds it; without it, the template's
+    own layout must already be ruff's for the default names, in every auth option."""
+    folders = os.environ["PATH"].split(os.pathsep)
+    monkeypatch.setenv("PATH", os.pathsep.join(f for f in folders if not Path(f, "ruff").exists()))
+    assert shutil.which("ruff") is None
+    project = bake(tmp_path, auth=auth)
+    check = run(project, "ruff", "check", "--no-cache", ".")
+    assert check.returncode == 0, check.stdout
+    layout = run(project, "ruff", "format", "--check", "--no-cache", ".")
     assert layout.returncode == 0, layout.stdout
 
 

@@ -12,8 +12,8 @@ import importlib.util
 import os
 import pwd
 import signal
-import stat
 import socket
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -113,7 +113,10 @@ class ThrowawayPostgres:
         return self
 
     def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
     ) -> None:
         self.stop()
 

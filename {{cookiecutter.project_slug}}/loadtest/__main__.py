@@ -1,10 +1,10 @@
 """`python -m loadtest [run|capacity|k6|probe] ...`: the knee test and its companions.
 
-  run       seed, sweep and knee, SLO capacity search, report, budget verdict (exit 1 on a miss)
-  capacity  pod sizing from the latest results; --write-helm-values writes the Helm override
-  k6        the k6 script against --url with thresholds from budget.toml (exit non-zero on a miss)
-  probe     one closed-loop step against any path of --url, printed as JSON
-  search    the SLO capacity search against any path of --url, printed as JSON
+run       seed, sweep and knee, SLO capacity search, report, budget verdict (exit 1 on a miss)
+capacity  pod sizing from the latest results; --write-helm-values writes the Helm override
+k6        the k6 script against --url with thresholds from budget.toml (exit non-zero on a miss)
+probe     one closed-loop step against any path of --url, printed as JSON
+search    the SLO capacity search against any path of --url, printed as JSON
 """
 
 import argparse
@@ -24,25 +24,38 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m loadtest", description=__doc__.splitlines()[0])
     parser.add_argument("--budget", type=Path, default=project.BUDGET, help="budget file (TOML)")
     parser.add_argument("--results", type=Path, default=project.RESULTS, help="results folder")
-    parser.add_argument("--helm-values", type=Path, default=project.HELM_VALUES, help="Helm values override to write")
+    parser.add_argument(
+        "--helm-values",
+        type=Path,
+        default=project.HELM_VALUES,
+        help="Helm values override to write",
+    )
     commands = parser.add_subparsers(dest="command", required=True)
 
     knee = commands.add_parser("run", help="the knee test")
     knee.add_argument("--url", help="test a running service instead of starting one")
-    knee.add_argument("--scenarios", type=lambda text: text.split(","), help="comma-separated, default all")
+    knee.add_argument(
+        "--scenarios", type=lambda text: text.split(","), help="comma-separated, default all"
+    )
     knee.add_argument("--concurrency", help="comma-separated sweep steps, e.g. 4,16,64")
     knee.add_argument("--step-seconds", type=float)
     knee.add_argument("--warmup-seconds", type=float)
     knee.add_argument("--search-seconds", type=float, help="each trial of the rate search")
     knee.add_argument("--repeats", type=int, help="repeats of the rate search's final step")
     knee.add_argument("--seed-rows", type=int)
-    knee.add_argument("--processes", type=int, help="client processes (default: one per client core, at least 2)")
+    knee.add_argument(
+        "--processes", type=int, help="client processes (default: one per client core, at least 2)"
+    )
     knee.add_argument("--no-pin", action="store_true", help="do not pin the server to core 0")
     knee.add_argument("--no-wrk", action="store_true", help="skip the cross-check with wrk")
-    knee.add_argument("--write-helm-values", action="store_true", help="also write the Helm values override")
+    knee.add_argument(
+        "--write-helm-values", action="store_true", help="also write the Helm values override"
+    )
 
     capacity = commands.add_parser("capacity", help="pod sizing from the latest results")
-    capacity.add_argument("--from", dest="source", type=Path, help="results JSON (default: the latest)")
+    capacity.add_argument(
+        "--from", dest="source", type=Path, help="results JSON (default: the latest)"
+    )
     capacity.add_argument("--write-helm-values", action="store_true")
 
     k6_run = commands.add_parser("k6", help="the k6 script with thresholds from the budget")
@@ -85,7 +98,9 @@ def _capacity(args: argparse.Namespace) -> int:
         return 1
     print(describe(sizing))
     if args.write_helm_values:
-        print(f"wrote {write_helm_values(sizing, f'loadtest/results/{Path(source).name}', args.helm_values)}")
+        print(
+            f"wrote {write_helm_values(sizing, f'loadtest/results/{Path(source).name}', args.helm_values)}"
+        )
     return 0
 
 
@@ -98,11 +113,20 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "k6":
         budget = load(args.budget)
         names = args.scenarios or list(budget.scenarios)
-        settings = k6.config(budget, url=args.url, prefix=project.PREFIX, names=names, seconds=args.seconds, rate_scale=args.rate_scale)
+        settings = k6.config(
+            budget,
+            url=args.url,
+            prefix=project.PREFIX,
+            names=names,
+            seconds=args.seconds,
+            rate_scale=args.rate_scale,
+        )
         return k6.run(settings, Path(args.results))
     target = service.running(args.url)
     mix = ((f"GET {args.path}", 1),)
-    with Engine(target.url, prefix=project.PREFIX, ids=[1], processes=args.processes, server_pid=target.pid) as engine:
+    with Engine(
+        target.url, prefix=project.PREFIX, ids=[1], processes=args.processes, server_pid=target.pid
+    ) as engine:
         if args.command == "search":
             return _search(engine, mix, args)
         step = engine.run(mix, concurrency=args.concurrency, duration=args.seconds)

@@ -57,8 +57,14 @@ def manifests(
             "runner": {
                 # The chart's NetworkPolicy lets this release's helper pods reach the service.
                 "metadata": {"labels": labels},
-                "resources": {"requests": {"cpu": "1", "memory": "512Mi"}, "limits": {"memory": "1Gi"}},
-                "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
+                "resources": {
+                    "requests": {"cpu": "1", "memory": "512Mi"},
+                    "limits": {"memory": "1Gi"},
+                },
+                "securityContext": {
+                    "runAsNonRoot": True,
+                    "seccompProfile": {"type": "RuntimeDefault"},
+                },
                 "containerSecurityContext": {
                     "allowPrivilegeEscalation": False,
                     "capabilities": {"drop": ["ALL"]},
@@ -70,11 +76,15 @@ def manifests(
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m loadtest.cluster", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m loadtest.cluster", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--release", default=CHART, help="Helm release of the service")
     parser.add_argument("--namespace", default="default")
     parser.add_argument("--parallelism", type=int, default=4, help="k6 runner pods")
-    parser.add_argument("--pods", type=float, default=1.0, help="service pods under test: rates x this")
+    parser.add_argument(
+        "--pods", type=float, default=1.0, help="service pods under test: rates x this"
+    )
     parser.add_argument("--service-port", type=int, default=80, help="service.port of the chart")
     parser.add_argument("--url", help="target instead of the release's Service")
     parser.add_argument("--scenarios", type=lambda text: text.split(","), help="comma-separated")
@@ -101,12 +111,18 @@ def main(argv: list[str] | None = None) -> int:
         rate_scale=args.pods,
     )
     objects = manifests(
-        settings, name=args.name, namespace=args.namespace, release=args.release, parallelism=args.parallelism
+        settings,
+        name=args.name,
+        namespace=args.namespace,
+        release=args.release,
+        parallelism=args.parallelism,
     )
     args.output.parent.mkdir(parents=True, exist_ok=True)
     # JSON documents are YAML documents: kubectl applies the stream as it is.
     args.output.write_text("".join(f"---\n{json.dumps(item, indent=2)}\n" for item in objects))
-    print(f"wrote {args.output}: kubectl apply -f {args.output}; runners: kubectl get testrun {args.name}")
+    print(
+        f"wrote {args.output}: kubectl apply -f {args.output}; runners: kubectl get testrun {args.name}"
+    )
     return 0
 
 

@@ -31,13 +31,23 @@ def whole_seconds(seconds: float) -> int:
     return max(1, round(seconds))
 
 
-def wrk_by_id(url: str, prefix: str, ids: list[int], *, concurrency: int, seconds: int, threads: int) -> dict[str, float]:
+def wrk_by_id(
+    url: str, prefix: str, ids: list[int], *, concurrency: int, seconds: int, threads: int
+) -> dict[str, float]:
     """RPS and errors of wrk on the by-id read at `concurrency` connections (ids contiguous)."""
     with tempfile.TemporaryDirectory() as folder:
         script = Path(folder) / "by_id.lua"
         script.write_text(_SCRIPT % {"prefix": prefix, "low": min(ids), "high": max(ids)})
         result = subprocess.run(
-            ["wrk", f"-t{max(1, min(threads, concurrency))}", f"-c{concurrency}", f"-d{seconds}s", "-s", str(script), url],
+            [
+                "wrk",
+                f"-t{max(1, min(threads, concurrency))}",
+                f"-c{concurrency}",
+                f"-d{seconds}s",
+                "-s",
+                str(script),
+                url,
+            ],
             capture_output=True,
             text=True,
             timeout=seconds + 30,

@@ -162,7 +162,7 @@ class _Run:
 def _serve_jobs(channel: Connection, host: str, port: int, prefix: str, ids: Sequence[int]) -> None:
     """A client process: run each job received and send back its raw measurements."""
     with contextlib.suppress(ImportError):  # uvloop: a dependency of the service, not on Windows
-        import uvloop  # noqa: PLC0415
+        import uvloop
 
         asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
     channel.send("ready")
@@ -197,7 +197,9 @@ class Engine:
         for _ in range(processes):
             mine, theirs = context.Pipe()
             process = context.Process(
-                target=_serve_jobs, args=(theirs, host, int(port or 80), prefix, list(ids)), daemon=True
+                target=_serve_jobs,
+                args=(theirs, host, int(port or 80), prefix, list(ids)),
+                daemon=True,
             )
             process.start()
             self._channels.append(mine)
@@ -225,7 +227,10 @@ class Engine:
         return self
 
     def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        tb: TracebackType | None,
     ) -> None:
         self.close()
 

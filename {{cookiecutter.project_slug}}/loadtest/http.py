@@ -19,7 +19,9 @@ class ProtocolError(Exception):
     pass
 
 
-async def exchange(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, request: bytes) -> tuple[int, bool]:
+async def exchange(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, request: bytes
+) -> tuple[int, bool]:
     """Send one request, read its whole response; the status and whether the server closes."""
     writer.write(request)
     head = await reader.readuntil(b"\r\n\r\n")
@@ -43,7 +45,8 @@ def _request(method: str, target: str, body: bytes | None = None) -> bytes:
     if body is None:
         return f"{head}\r\n".encode()
     return (
-        f"{head}Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body
+        f"{head}Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+        + body
     )
 
 
@@ -57,12 +60,14 @@ def build_op(kind: str, prefix: str, ids: Sequence[int]) -> Op:
     if kind == "page":
         return lambda rng: (_request("GET", f"{prefix}?limit=20&after={rng.choice(ids)}"), 200)
     if kind == "create":
+
         def create(rng: random.Random) -> tuple[bytes, int]:
             body = {"name": f"load {rng.randrange(10**9)}", "price_cents": rng.randrange(10**6)}
             return _request("POST", prefix, orjson.dumps(body)), 201
 
         return create
     if kind == "patch":
+
         def patch(rng: random.Random) -> tuple[bytes, int]:
             body = orjson.dumps({"quantity": rng.randrange(10**6)})
             return _request("PATCH", f"{prefix}/{rng.choice(ids)}", body), 200

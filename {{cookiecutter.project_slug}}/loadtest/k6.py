@@ -14,7 +14,15 @@ SCRIPT = Path(__file__).resolve().parent / "k6" / "crud.js"
 THRESHOLD_FAILED = 99  # k6's exit code when a threshold is crossed
 
 
-def config(budget: Budget, *, url: str, prefix: str, names: list[str], seconds: float, rate_scale: float = 1.0) -> dict[str, Any]:
+def config(
+    budget: Budget,
+    *,
+    url: str,
+    prefix: str,
+    names: list[str],
+    seconds: float,
+    rate_scale: float = 1.0,
+) -> dict[str, Any]:
     """k6 scenarios (ramping arrival rate up to the serving load the budget promises, one after
     another) and their thresholds."""
     scenarios: dict[str, Any] = {}
@@ -41,7 +49,11 @@ def config(budget: Budget, *, url: str, prefix: str, names: list[str], seconds: 
         tag = "{scenario:" + name + "}"
         thresholds[f"http_req_duration{tag}"] = [f"p(99)<{limits.max_p99_ms:g}"]
         thresholds[f"http_req_failed{tag}"] = [f"rate<={limits.max_error_rate:g}"]
-    return {"base_url": url.rstrip("/"), "prefix": prefix, "options": {"scenarios": scenarios, "thresholds": thresholds}}
+    return {
+        "base_url": url.rstrip("/"),
+        "prefix": prefix,
+        "options": {"scenarios": scenarios, "thresholds": thresholds},
+    }
 
 
 def binary() -> str:

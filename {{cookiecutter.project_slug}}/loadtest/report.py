@@ -6,7 +6,18 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-COLUMNS = ("conc", "rate", "RPS", "p50 ms", "p95 ms", "p99 ms", "max ms", "errors", "client %", "server %")
+COLUMNS = (
+    "conc",
+    "rate",
+    "RPS",
+    "p50 ms",
+    "p95 ms",
+    "p99 ms",
+    "max ms",
+    "errors",
+    "client %",
+    "server %",
+)
 
 
 def _cells(step: dict[str, Any]) -> list[str]:
@@ -37,7 +48,9 @@ def header() -> str:
 
 
 def _step_notes(scenario: dict[str, Any]) -> dict[int, str]:
-    return {scenario["knee_index"]: scenario["verdict"]} if scenario["knee_index"] is not None else {}
+    return (
+        {scenario["knee_index"]: scenario["verdict"]} if scenario["knee_index"] is not None else {}
+    )
 
 
 def _summary(results: dict[str, Any]) -> list[str]:
@@ -50,9 +63,17 @@ def _summary(results: dict[str, Any]) -> list[str]:
         found, knee = scenario["search"], scenario["steps"][scenario["knee_index"]]
         spread = found["spread"]
         capacity = "none" if found["slo_rps"] is None else f"{found['slo_rps']:,.0f}"
-        p99 = "-" if not spread else f"{spread['p99_min_ms']:.1f} / {spread['p99_median_ms']:.1f} / {spread['p99_max_ms']:.1f}"
+        p99 = (
+            "-"
+            if not spread
+            else f"{spread['p99_min_ms']:.1f} / {spread['p99_median_ms']:.1f} / {spread['p99_max_ms']:.1f}"
+        )
         client = "-" if not spread else f"{spread['client_cpu_max']:.0f}"
-        server = "-" if not spread or spread["server_cpu_median"] is None else f"{spread['server_cpu_median']:.0f}"
+        server = (
+            "-"
+            if not spread or spread["server_cpu_median"] is None
+            else f"{spread['server_cpu_median']:.0f}"
+        )
         lines.append(
             f"| {name} | {capacity} | {scenario['budget']['min_rps']:,.0f} | {p99} | {client} | {server} |"
             f" {knee['rps']:,.0f} @ {knee['concurrency']} ({scenario['verdict']}) |"
@@ -148,8 +169,12 @@ def chart(results: dict[str, Any], path: Path) -> Path:
         axes.set_ylabel("RPS", color="tab:blue")
         axes.set_ylim(bottom=0)
         latency = axes.twinx()
-        latency.plot(concurrency, [step["p50_ms"] for step in steps], "s--", color="tab:green", label="p50")
-        latency.plot(concurrency, [step["p99_ms"] for step in steps], "^--", color="tab:red", label="p99")
+        latency.plot(
+            concurrency, [step["p50_ms"] for step in steps], "s--", color="tab:green", label="p50"
+        )
+        latency.plot(
+            concurrency, [step["p99_ms"] for step in steps], "^--", color="tab:red", label="p99"
+        )
         latency.set_yscale("log")
         latency.set_ylabel("latency (ms)")
         if scenario["knee_index"] is not None:
@@ -164,7 +189,9 @@ def chart(results: dict[str, Any], path: Path) -> Path:
             )
         if scenario["search"]["slo_rps"]:
             slo = scenario["search"]["slo_rps"]
-            axes.axhline(slo, color="tab:purple", linestyle="--", label=f"SLO capacity {slo:,.0f} RPS")
+            axes.axhline(
+                slo, color="tab:purple", linestyle="--", label=f"SLO capacity {slo:,.0f} RPS"
+            )
         axes.set_title(name)
         handles = axes.get_legend_handles_labels()[0] + latency.get_legend_handles_labels()[0]
         latency.legend(handles=handles, loc="upper left", fontsize=8)

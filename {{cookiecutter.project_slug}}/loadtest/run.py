@@ -26,7 +26,9 @@ def _say(line: str) -> None:
     print(line, flush=True)
 
 
-def _sweep(engine: Engine, name: str, budget: Budget, capacity_rps: float, client_cores: int) -> dict[str, Any]:
+def _sweep(
+    engine: Engine, name: str, budget: Budget, capacity_rps: float, client_cores: int
+) -> dict[str, Any]:
     mix = SCENARIOS[name]
     limits = budget.scenarios[name]
     sweep = budget.sweep
@@ -44,34 +46,51 @@ def _sweep(engine: Engine, name: str, budget: Budget, capacity_rps: float, clien
     verdict, index = judge(points, capacity_rps, client_cores)
     knee = steps[index]
     _say(f"{verdict}: {knee.rps:,.0f} RPS at {knee.concurrency} concurrent")
-    found = _search(engine, name, budget, knee.rps if verdict is not Verdict.CLIENT_BOUND else 0.0, client_cores)
+    found = _search(
+        engine, name, budget, knee.rps if verdict is not Verdict.CLIENT_BOUND else 0.0, client_cores
+    )
     judged = [*steps[: index + 1], *found["repeats"]]
     requests = sum(step.requests for step in judged)
     error_rate = sum(step.errors for step in judged) / requests if requests else 1.0
-    outcome = Outcome(verdict=verdict, slo_rps=found["slo_rps"], error_rate=error_rate, client_bound=found["client_bound"])
+    outcome = Outcome(
+        verdict=verdict,
+        slo_rps=found["slo_rps"],
+        error_rate=error_rate,
+        client_bound=found["client_bound"],
+    )
     return {
         "budget": asdict(limits),
         "steps": [asdict(step) for step in steps],
         "verdict": str(verdict),
         "knee_index": index,
-        "search": found | {"trials": [asdict(step) for step in found["trials"]], "repeats": [asdict(step) for step in found["repeats"]]},
+        "search": found
+        | {
+            "trials": [asdict(step) for step in found["trials"]],
+            "repeats": [asdict(step) for step in found["repeats"]],
+        },
         "error_rate": error_rate,
         "misses": check(name, limits, outcome),
     }
 
 
-def _search(engine: Engine, name: str, budget: Budget, knee_rps: float, client_cores: int) -> dict[str, Any]:
+def _search(
+    engine: Engine, name: str, budget: Budget, knee_rps: float, client_cores: int
+) -> dict[str, Any]:
     """The SLO capacity of one scenario (loadtest/search.py), printed trial by trial."""
     limits, plan = budget.scenarios[name], budget.search
     checked = Limits(limits.max_p99_ms, limits.max_error_rate)
     start = plan.start_fraction * knee_rps if knee_rps > 0 else limits.min_rps
 
     def trial(rate: float) -> Step:
-        step = engine.run(SCENARIOS[name], rate=rate, duration=plan.step_seconds, connections=plan.connections)
+        step = engine.run(
+            SCENARIOS[name], rate=rate, duration=plan.step_seconds, connections=plan.connections
+        )
         _say(report.row(asdict(step), "pass" if passes(step, checked) else "FAIL"))
         return step
 
-    _say(f"SLO capacity search: p99 <= {limits.max_p99_ms:g} ms, errors <= {limits.max_error_rate:.2%}, {plan.step_seconds:g} s a trial over {plan.connections} connections")
+    _say(
+        f"SLO capacity search: p99 <= {limits.max_p99_ms:g} ms, errors <= {limits.max_error_rate:.2%}, {plan.step_seconds:g} s a trial over {plan.connections} connections"
+    )
     found = search(trial, start, checked, Plan(plan.growth, plan.precision, plan.repeats))
     spread = found.spread()
     if found.slo_rps is None:
@@ -96,7 +115,9 @@ def _search(engine: Engine, name: str, budget: Budget, knee_rps: float, client_c
 def _client_bound(trials: list[Step], limits: Limits, client_cores: int) -> bool:
     """The lowest rate that failed the budget failed with the client saturated and the server
     not: the ceiling the search found was the client's."""
-    failed = sorted((step for step in trials if not passes(step, limits)), key=lambda step: step.rate or 0.0)
+    failed = sorted(
+        (step for step in trials if not passes(step, limits)), key=lambda step: step.rate or 0.0
+    )
     if not failed:
         return False
     first = failed[0]
@@ -111,7 +132,11 @@ def capacity_from(results: dict[str, Any], budget: Budget) -> Capacity | None:
     order = [budget.capacity.scenario, *scenarios]
     for name in order:
         scenario = scenarios.get(name)
-        if scenario and scenario["verdict"] != Verdict.CLIENT_BOUND and scenario["search"]["slo_rps"]:
+        if (
+            scenario
+            and scenario["verdict"] != Verdict.CLIENT_BOUND
+            and scenario["search"]["slo_rps"]
+        ):
             knee = scenario["steps"][scenario["knee_index"]]
             repeats = scenario["search"]["repeats"]
             return size(
@@ -127,7 +152,14 @@ def capacity_from(results: dict[str, Any], budget: Budget) -> Capacity | None:
     return None
 
 
-def _wrk_check(engine: Engine, target: service.Target, ids: list[int], scenario: dict[str, Any], step_seconds: float, threads: int) -> dict[str, Any]:
+def _wrk_check(
+    engine: Engine,
+    target: service.Target,
+    ids: list[int],
+    scenario: dict[str, Any],
+    step_seconds: float,
+    threads: int,
+) -> dict[str, Any]:
     """This engine and wrk alternately (engine, wrk, engine, wrk, engine) at the knee concurrency,
     within a minute or so; medians compared, so that one noisy run cannot decide."""
     concurrency = scenario["steps"][scenario["knee_index"]]["concurrency"]
@@ -136,13 +168,26 @@ def _wrk_check(engine: Engine, target: service.Target, ids: list[int], scenario:
     wrk_runs: list[dict[str, float]] = []
     for turn in range(5):
         if turn % 2 == 0:
-            engine_runs.append(engine.run(SCENARIOS["by_id"], concurrency=concurrency, duration=seconds).rps)
+            engine_runs.append(
+                engine.run(SCENARIOS["by_id"], concurrency=concurrency, duration=seconds).rps
+            )
         else:
-            wrk_runs.append(crosscheck.wrk_by_id(target.url, project.PREFIX, ids, concurrency=concurrency, seconds=seconds, threads=threads))
+            wrk_runs.append(
+                crosscheck.wrk_by_id(
+                    target.url,
+                    project.PREFIX,
+                    ids,
+                    concurrency=concurrency,
+                    seconds=seconds,
+                    threads=threads,
+                )
+            )
     engine_rps = statistics.median(engine_runs)
     wrk_rps = statistics.median(run["rps"] for run in wrk_runs)
     ratio = engine_rps / wrk_rps if wrk_rps else 0.0
-    _say(f"\nwrk cross-check at {concurrency}: engine {engine_runs} RPS, wrk {[round(run['rps'], 1) for run in wrk_runs]} RPS")
+    _say(
+        f"\nwrk cross-check at {concurrency}: engine {engine_runs} RPS, wrk {[round(run['rps'], 1) for run in wrk_runs]} RPS"
+    )
     return {
         "concurrency": concurrency,
         "seconds": seconds,
@@ -164,7 +209,9 @@ def main(args: Any, budget: Budget) -> int:
         return 2
     database_url = os.environ.get("DATABASE_URL")
     if not args.url and not database_url:
-        _say("DATABASE_URL is not set: run `make loadtest` (it starts a throwaway PostgreSQL) or pass --url")
+        _say(
+            "DATABASE_URL is not set: run `make loadtest` (it starts a throwaway PostgreSQL) or pass --url"
+        )
         return 2
     pin = not args.no_pin and not args.url and service.can_pin()
     client_cores = service.keep_client_off_server_core() if pin else service.cores()
@@ -172,15 +219,31 @@ def main(args: Any, budget: Budget) -> int:
     with contextlib.ExitStack() as stack:
         if args.url:
             target = service.running(args.url)
-            ids = service.seed(database_url, rows) if database_url else service.seed_over_http(target.url, rows)
+            ids = (
+                service.seed(database_url, rows)
+                if database_url
+                else service.seed_over_http(target.url, rows)
+            )
         else:
             assert database_url is not None
             ids = service.seed(database_url, rows)
             most = max(budget.sweep.concurrency)
-            target = stack.enter_context(service.started(database_url, max_concurrency=most, pin=pin))
+            target = stack.enter_context(
+                service.started(database_url, max_concurrency=most, pin=pin)
+            )
         processes = args.processes or max(2, len(client_cores))
-        engine = stack.enter_context(Engine(target.url, prefix=project.PREFIX, ids=ids, processes=processes, server_pid=target.pid))
-        _say(f"target {target.url} (server {target.pinned}); {len(ids):,} seeded rows; client: {processes} processes on cores {client_cores}")
+        engine = stack.enter_context(
+            Engine(
+                target.url,
+                prefix=project.PREFIX,
+                ids=ids,
+                processes=processes,
+                server_pid=target.pid,
+            )
+        )
+        _say(
+            f"target {target.url} (server {target.pinned}); {len(ids):,} seeded rows; client: {processes} processes on cores {client_cores}"
+        )
         probe = engine.run(PROBE, concurrency=PROBE_CONCURRENCY, duration=budget.sweep.step_seconds)
         capacity_rps = client_capacity(probe.rps, probe.client_cpu, len(client_cores))
         _say(
@@ -190,14 +253,28 @@ def main(args: Any, budget: Budget) -> int:
         results: dict[str, Any] = {
             "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "target": asdict(target) | {"started_here": not args.url},
-            "client": {"processes": processes, "cores": client_cores, "capacity_rps": round(capacity_rps), "probe": asdict(probe)},
+            "client": {
+                "processes": processes,
+                "cores": client_cores,
+                "capacity_rps": round(capacity_rps),
+                "probe": asdict(probe),
+            },
             "scenarios": {},
         }
         for name in names:
-            results["scenarios"][name] = _sweep(engine, name, budget, capacity_rps, len(client_cores))
+            results["scenarios"][name] = _sweep(
+                engine, name, budget, capacity_rps, len(client_cores)
+            )
         by_id = results["scenarios"].get("by_id")
-        if not args.no_wrk and crosscheck.available() and by_id and by_id["verdict"] != Verdict.CLIENT_BOUND:
-            results["wrk_check"] = _wrk_check(engine, target, ids, by_id, budget.sweep.step_seconds, len(client_cores))
+        if (
+            not args.no_wrk
+            and crosscheck.available()
+            and by_id
+            and by_id["verdict"] != Verdict.CLIENT_BOUND
+        ):
+            results["wrk_check"] = _wrk_check(
+                engine, target, ids, by_id, budget.sweep.step_seconds, len(client_cores)
+            )
     return finish(results, budget, args)
 
 
@@ -214,7 +291,9 @@ def finish(results: dict[str, Any], budget: Budget, args: Any) -> int:
     if capacity:
         _say(describe(capacity))
         if args.write_helm_values:
-            written = write_helm_values(capacity, f"loadtest/results/{paths['json'].name}", Path(args.helm_values))
+            written = write_helm_values(
+                capacity, f"loadtest/results/{paths['json'].name}", Path(args.helm_values)
+            )
             _say(f"wrote {written}")
     _say(f"\nresults: {paths['json']}\nreport:  {paths['md']}\nchart:   {paths['png']}\n")
     for miss in misses:
@@ -236,7 +315,9 @@ def with_overrides(budget: Budget, args: Any) -> Budget:
         searching["step_seconds"] = args.search_seconds
     if args.repeats is not None:
         searching["repeats"] = args.repeats
-    return replace(budget, sweep=replace(budget.sweep, **changes), search=replace(budget.search, **searching))
+    return replace(
+        budget, sweep=replace(budget.sweep, **changes), search=replace(budget.search, **searching)
+    )
 
 
 if __name__ == "__main__":  # pragma: no cover

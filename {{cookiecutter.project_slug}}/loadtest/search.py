@@ -81,7 +81,9 @@ def search(trial: Callable[[float], Step], start_rps: float, limits: Limits, pla
     low, high = _bracket(run, max(start_rps, plan.floor_rps), plan)
     if low is None:
         return result
-    while high is not None and high - low > plan.precision * low and len(result.trials) < MAX_TRIALS:
+    while (
+        high is not None and high - low > plan.precision * low and len(result.trials) < MAX_TRIALS
+    ):
         middle = (low + high) / 2
         low, high = (middle, high) if run(middle) else (low, middle)
     for _ in range(MAX_CONFIRMATIONS):
@@ -96,7 +98,9 @@ def search(trial: Callable[[float], Step], start_rps: float, limits: Limits, pla
     return result
 
 
-def _bracket(run: Callable[[float], bool], start: float, plan: Plan) -> tuple[float | None, float | None]:
+def _bracket(
+    run: Callable[[float], bool], start: float, plan: Plan
+) -> tuple[float | None, float | None]:
     """(a passing rate, the failing rate `growth` above it); (None, _) when nothing passes."""
     rate = start
     if run(rate):

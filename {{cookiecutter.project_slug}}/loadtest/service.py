@@ -55,7 +55,9 @@ def _free_port() -> int:
         return port
 
 
-def wait_until_healthy(url: str, process: subprocess.Popen[bytes] | None, timeout: float = 30) -> None:
+def wait_until_healthy(
+    url: str, process: subprocess.Popen[bytes] | None, timeout: float = 30
+) -> None:
     deadline = time.monotonic() + timeout
     while True:
         with (
@@ -118,7 +120,10 @@ def running(url: str) -> Target:
         with contextlib.suppress(psutil.Error):
             for connection in psutil.net_connections(kind="tcp"):
                 address = connection.laddr
-                if connection.status == psutil.CONN_LISTEN and getattr(address, "port", None) == parts.port:
+                if (
+                    connection.status == psutil.CONN_LISTEN
+                    and getattr(address, "port", None) == parts.port
+                ):
                     pid = connection.pid
                     break
     return Target(url.rstrip("/"), pid, "unknown (started elsewhere)")

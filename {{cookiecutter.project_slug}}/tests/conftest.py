@@ -23,10 +23,10 @@ from urllib.parse import urlsplit, urlunsplit
 import asyncpg
 import httpx
 import pytest
+from devdb import ThrowawayPostgres, free_port
 from fastapi import FastAPI
 
 from {{ cookiecutter.package_name }}.app import create_app
-from devdb import ThrowawayPostgres, free_port
 from {{ cookiecutter.package_name }}.settings import Settings
 {%- if cookiecutter.auth == "jwt" %}
 
@@ -95,6 +95,8 @@ def database_url(server_url: str) -> Iterator[str]:
 
 
 {%- if cookiecutter.auth == "jwt" %}
+
+
 @pytest.fixture(scope="session")
 def issuer() -> Iterator[Issuer]:
     """A local OIDC issuer: signing keys, tokens, and its JWKS served over HTTP."""
@@ -113,6 +115,8 @@ def auth_headers(issuer: Issuer) -> dict[str, str]:
     """Credentials that may read and write."""
     return {"Authorization": f"Bearer {issuer.token(scope='{{ cookiecutter.resource_plural }}:read {{ cookiecutter.resource_plural }}:write')}"}
 {%- elif cookiecutter.auth == "api_key" %}
+
+
 @pytest.fixture(scope="session")
 def auth_settings() -> dict[str, Any]:
     """The settings that let a test's credentials in (auth=api_key: the digest of API_KEY)."""
@@ -124,6 +128,8 @@ def auth_headers() -> dict[str, str]:
     """Credentials that may read and write."""
     return {"X-API-Key": API_KEY}
 {%- else %}
+
+
 @pytest.fixture(scope="session")
 def auth_settings() -> dict[str, Any]:
     """The settings that let a test's credentials in: none, this service has no authentication."""
@@ -149,7 +155,11 @@ def auth_env(auth_settings: dict[str, Any]) -> dict[str, str]:
 @pytest.fixture(scope="session")
 def settings(database_url: str, auth_settings: dict[str, Any]) -> Settings:
     return Settings(
-        database_url=database_url, app_env="test", pool_min_size=2, pool_max_size=10, **auth_settings
+        database_url=database_url,
+        app_env="test",
+        pool_min_size=2,
+        pool_max_size=10,
+        **auth_settings,
     )
 
 
@@ -164,7 +174,9 @@ async def app(settings: Settings) -> AsyncIterator[FastAPI]:
 async def client(app: FastAPI, auth_headers: dict[str, str]) -> AsyncIterator[httpx.AsyncClient]:
     """A client of the app in-process, with credentials that may read and write."""
     transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://test", headers=auth_headers) as http:
+    async with httpx.AsyncClient(
+        transport=transport, base_url="http://test", headers=auth_headers
+    ) as http:
         yield http
 
 

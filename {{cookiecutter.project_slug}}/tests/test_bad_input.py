@@ -60,10 +60,16 @@ def _if_match(method: str, tag: str, status: int, header: str = "if-match") -> H
 
 HOSTILE = {
     # Not JSON at all, or not an object.
-    "malformed-json": _post(b'{"name": "x",', 400, names_field="body", detail_says="not valid JSON"),
+    "malformed-json": _post(
+        b'{"name": "x",', 400, names_field="body", detail_says="not valid JSON"
+    ),
     # The error names the body, not the character offset FastAPI reports ("field": "28").
-    "trailing-garbage": _post(_with() + b" x", 400, names_field="body", detail_says="not valid JSON"),
-    "trailing-second-object": _post(_with() + _with(), 400, names_field="body", detail_says="not valid JSON"),
+    "trailing-garbage": _post(
+        _with() + b" x", 400, names_field="body", detail_says="not valid JSON"
+    ),
+    "trailing-second-object": _post(
+        _with() + _with(), 400, names_field="body", detail_says="not valid JSON"
+    ),
     "single-quotes": _post(b"{'name': 'x', 'price_cents': 1}", 400, detail_says="not valid JSON"),
     "empty-body": _post(b"", names_field="body"),
     "array-body": _post(b"[]", names_field="body"),
@@ -87,16 +93,30 @@ HOSTILE = {
     "negative-quantity": _post(_with(quantity=-1), names_field="quantity"),
     "quantity-above-int32": _post(_with(quantity=2**31), names_field="quantity"),
     "price-above-int64": _post(_with(price_cents=2**63), names_field="price_cents"),
-    "price-of-40-digits": _post(_raw('{"name": "x", "price_cents": ' + "9" * 40 + "}"), names_field="price_cents"),
+    "price-of-40-digits": _post(
+        _raw('{"name": "x", "price_cents": ' + "9" * 40 + "}"), names_field="price_cents"
+    ),
     "price-1e400": _post(_raw('{"name": "x", "price_cents": 1e400}'), names_field="price_cents"),
     "price-nan": _post(_raw('{"name": "x", "price_cents": NaN}'), names_field="price_cents"),
-    "price-infinity": _post(_raw('{"name": "x", "price_cents": Infinity}'), names_field="price_cents"),
-    "price-minus-infinity": _post(_raw('{"name": "x", "price_cents": -Infinity}'), names_field="price_cents"),
+    "price-infinity": _post(
+        _raw('{"name": "x", "price_cents": Infinity}'), names_field="price_cents"
+    ),
+    "price-minus-infinity": _post(
+        _raw('{"name": "x", "price_cents": -Infinity}'), names_field="price_cents"
+    ),
     # Integral numbers written with a fraction are integers (JSON Schema says so) only while exact.
-    "price-float-beyond-2-53": _post(_raw('{"name": "x", "price_cents": 1e17}'), names_field="price_cents"),
-    "quantity-fraction-half": _post(_raw('{"name": "x", "price_cents": 1, "quantity": 2.5}'), names_field="quantity"),
-    "quantity-tiny-fraction": _post(_raw('{"name": "x", "price_cents": 1, "quantity": 1.0000001}'), names_field="quantity"),
-    "quantity-negative-integral-float": _post(_raw('{"name": "x", "price_cents": 1, "quantity": -3.0}'), names_field="quantity"),
+    "price-float-beyond-2-53": _post(
+        _raw('{"name": "x", "price_cents": 1e17}'), names_field="price_cents"
+    ),
+    "quantity-fraction-half": _post(
+        _raw('{"name": "x", "price_cents": 1, "quantity": 2.5}'), names_field="quantity"
+    ),
+    "quantity-tiny-fraction": _post(
+        _raw('{"name": "x", "price_cents": 1, "quantity": 1.0000001}'), names_field="quantity"
+    ),
+    "quantity-negative-integral-float": _post(
+        _raw('{"name": "x", "price_cents": 1, "quantity": -3.0}'), names_field="quantity"
+    ),
     # Strings: too long, control characters, NUL, lone surrogates.
     "empty-name": _post(_with(name=""), names_field="name"),
     "name-of-20k-chars": _post(_with(name="x" * 20_000), names_field="name"),
@@ -115,30 +135,75 @@ HOSTILE = {
     "name-with-paragraph-separator-u2029": _post(_with(name="a\u2029b"), names_field="name"),
     "description-with-nel-u0085": _post(_with(description="a\u0085b"), names_field="description"),
     "description-with-del": _post(_with(description="a\x7fb"), names_field="description"),
-    "patch-name-with-line-separator": _patch(orjson.dumps({"name": "a\u2028b"}), names_field="name"),
+    "patch-name-with-line-separator": _patch(
+        orjson.dumps({"name": "a\u2028b"}), names_field="name"
+    ),
     "patch-name-with-c1": _patch(orjson.dumps({"name": "a\u0085b"}), names_field="name"),
     # Bytes that are not UTF-8, or not the JSON the header claims.
-    "invalid-utf8-in-string": _post(b'{"name": "\xff\xfe", "price_cents": 1}', 400, detail_says="UTF-8"),
+    "invalid-utf8-in-string": _post(
+        b'{"name": "\xff\xfe", "price_cents": 1}', 400, detail_says="UTF-8"
+    ),
     "overlong-utf8": _post(b'{"name": "\xc0\xaf", "price_cents": 1}', 400, detail_says="UTF-8"),
-    "latin1-body": _post('{"name": "café", "price_cents": 1}'.encode("latin-1"), 400, detail_says="UTF-8"),
+    "latin1-body": _post(
+        '{"name": "café", "price_cents": 1}'.encode("latin-1"), 400, detail_says="UTF-8"
+    ),
     # Wrong Content-Type.
-    "text-plain": Hostile("POST", BASE, 415, _with(), {"content-type": "text/plain"}, detail_says="Content-Type"),
-    "form-encoded": Hostile("POST", BASE, 415, b"name=x&price_cents=1", {"content-type": "application/x-www-form-urlencoded"}, detail_says="Content-Type"),
-    "xml": Hostile("POST", BASE, 415, b"<item/>", {"content-type": "application/xml"}, detail_says="Content-Type"),
+    "text-plain": Hostile(
+        "POST", BASE, 415, _with(), {"content-type": "text/plain"}, detail_says="Content-Type"
+    ),
+    "form-encoded": Hostile(
+        "POST",
+        BASE,
+        415,
+        b"name=x&price_cents=1",
+        {"content-type": "application/x-www-form-urlencoded"},
+        detail_says="Content-Type",
+    ),
+    "xml": Hostile(
+        "POST",
+        BASE,
+        415,
+        b"<item/>",
+        {"content-type": "application/xml"},
+        detail_says="Content-Type",
+    ),
     "no-content-type": Hostile("POST", BASE, 415, _with(), {}, detail_says="Content-Type"),
-    "patch-text-plain": Hostile("PATCH", BASE + "/{id}", 415, b'{"name": "y"}', {"content-type": "text/plain"}, detail_says="Content-Type"),
+    "patch-text-plain": Hostile(
+        "PATCH",
+        BASE + "/{id}",
+        415,
+        b'{"name": "y"}',
+        {"content-type": "text/plain"},
+        detail_says="Content-Type",
+    ),
     # PATCH specifics.
     "patch-null-name": _patch(b'{"name": null}', names_field="name"),
     "patch-unknown-field": _patch(b'{"colour": "red"}', names_field="colour"),
     "patch-negative-quantity": _patch(b'{"quantity": -5}', names_field="quantity"),
     "patch-malformed-json": _patch(b'{"name": ', 400, detail_says="not valid JSON"),
-    "patch-trailing-garbage": _patch(b'{"name": "y"} x', 400, names_field="body", detail_says="not valid JSON"),
+    "patch-trailing-garbage": _patch(
+        b'{"name": "y"} x', 400, names_field="body", detail_says="not valid JSON"
+    ),
     # {} changes nothing: refused rather than bumping the version of an unchanged row.
     "patch-empty-object": _patch(b"{}", names_field="body", detail_says="body"),
     "patch-null-quantity": _patch(b'{"quantity": null}', names_field="quantity"),
     "patch-only-unknown-fields": _patch(b'{"id": 9, "version": 9}', names_field="id"),
-    "if-match-not-an-etag": Hostile("PATCH", BASE + "/{id}", 400, b'{"name": "y"}', {**JSON, "if-match": "yesterday"}, detail_says="If-Match"),
-    "if-match-unquoted": Hostile("PATCH", BASE + "/{id}", 400, b'{"name": "y"}', {**JSON, "if-match": "1"}, detail_says="If-Match"),
+    "if-match-not-an-etag": Hostile(
+        "PATCH",
+        BASE + "/{id}",
+        400,
+        b'{"name": "y"}',
+        {**JSON, "if-match": "yesterday"},
+        detail_says="If-Match",
+    ),
+    "if-match-unquoted": Hostile(
+        "PATCH",
+        BASE + "/{id}",
+        400,
+        b'{"name": "y"}',
+        {**JSON, "if-match": "1"},
+        detail_says="If-Match",
+    ),
     "if-match-null": _if_match("PATCH", "null", 400),
     "if-match-weak-unquoted": _if_match("PATCH", "W/1", 400),
     "if-match-star-in-a-list": _if_match("PATCH", '*, "1"', 400),
@@ -164,11 +229,19 @@ HOSTILE = {
     "put-collection": Hostile("PUT", BASE, 405, _with(), detail_says="Method Not Allowed"),
     "post-to-{{ cookiecutter.resource }}": Hostile("POST", BASE + "/{id}", 405, _with(), detail_says="Method Not Allowed"),
     "delete-collection": Hostile("DELETE", BASE, 405, headers={}, detail_says="Method Not Allowed"),
-    "patch-collection": Hostile("PATCH", BASE, 405, b'{"name": "y"}', detail_says="Method Not Allowed"),
-    "trace-{{ cookiecutter.resource }}": Hostile("TRACE", BASE + "/{id}", 405, headers={}, detail_says="Method Not Allowed"),
+    "patch-collection": Hostile(
+        "PATCH", BASE, 405, b'{"name": "y"}', detail_says="Method Not Allowed"
+    ),
+    "trace-{{ cookiecutter.resource }}": Hostile(
+        "TRACE", BASE + "/{id}", 405, headers={}, detail_says="Method Not Allowed"
+    ),
     # No redirect built from the Host header: a trailing slash is simply not a route.
-    "trailing-slash-evil-host": Hostile("GET", BASE + "/{id}/", 404, headers={"host": "evil.example"}, detail_says="Not Found"),
-    "collection-trailing-slash-evil-host": Hostile("GET", BASE + "/", 404, headers={"host": "evil.example"}, detail_says="Not Found"),
+    "trailing-slash-evil-host": Hostile(
+        "GET", BASE + "/{id}/", 404, headers={"host": "evil.example"}, detail_says="Not Found"
+    ),
+    "collection-trailing-slash-evil-host": Hostile(
+        "GET", BASE + "/", 404, headers={"host": "evil.example"}, detail_says="Not Found"
+    ),
     # Ids in the path.
     "id-negative": _get(BASE + "/-1", names_field=ID_FIELD),
     "id-zero": _get(BASE + "/0", names_field=ID_FIELD),
@@ -176,8 +249,12 @@ HOSTILE = {
     "id-float": _get(BASE + "/1.5", names_field=ID_FIELD),
     "id-above-int64": _get(BASE + "/9223372036854775808", names_field=ID_FIELD),
     "id-sql-injection": _get(BASE + "/1%20OR%201=1", names_field=ID_FIELD),
-    "delete-id-not-numeric": Hostile("DELETE", BASE + "/abc", 422, headers={}, names_field=ID_FIELD),
-    "patch-id-negative": Hostile("PATCH", BASE + "/-3", 422, b'{"name": "y"}', names_field=ID_FIELD),
+    "delete-id-not-numeric": Hostile(
+        "DELETE", BASE + "/abc", 422, headers={}, names_field=ID_FIELD
+    ),
+    "patch-id-negative": Hostile(
+        "PATCH", BASE + "/-3", 422, b'{"name": "y"}', names_field=ID_FIELD
+    ),
     # One resource, one URL: only canonical ASCII decimal ids (the row exists as /{id}).
     "id-with-fraction": _get(BASE + "/{id}.0", names_field=ID_FIELD),
     "id-with-plus": _get(BASE + "/+{id}", names_field=ID_FIELD),
@@ -190,9 +267,15 @@ HOSTILE = {
     "id-fullwidth-digit": _get(BASE + "/%EF%BC%91", names_field=ID_FIELD),
     "id-exponent": _get(BASE + "/1e1", names_field=ID_FIELD),
     "id-hex": _get(BASE + "/0x1", names_field=ID_FIELD),
-    "patch-id-with-plus": Hostile("PATCH", BASE + "/+{id}", 422, b'{"name": "y"}', names_field=ID_FIELD),
-    "delete-id-with-fraction": Hostile("DELETE", BASE + "/{id}.0", 422, headers={}, names_field=ID_FIELD),
-    "delete-id-with-underscore": Hostile("DELETE", BASE + "/{id}_0", 422, headers={}, names_field=ID_FIELD),
+    "patch-id-with-plus": Hostile(
+        "PATCH", BASE + "/+{id}", 422, b'{"name": "y"}', names_field=ID_FIELD
+    ),
+    "delete-id-with-fraction": Hostile(
+        "DELETE", BASE + "/{id}.0", 422, headers={}, names_field=ID_FIELD
+    ),
+    "delete-id-with-underscore": Hostile(
+        "DELETE", BASE + "/{id}_0", 422, headers={}, names_field=ID_FIELD
+    ),
     # Paging.
     "limit-zero": _get(BASE + "?limit=0", names_field="limit"),
     "limit-above-max": _get(BASE + "?limit=501", names_field="limit"),
@@ -212,7 +295,14 @@ HOSTILE = {
     "after-padded-zeros": _get(BASE + "?after=00", names_field="after"),
     "after-fullwidth-digit": _get(BASE + "?after=%EF%BC%91", names_field="after"),
     # A malformed X-Request-ID is replaced, never echoed (see the test below); here it rides along.
-    "bad-body-with-malformed-request-id": Hostile("POST", BASE, 400, b"{", {**JSON, "x-request-id": "<script>" + "x" * 500}, detail_says="not valid JSON"),
+    "bad-body-with-malformed-request-id": Hostile(
+        "POST",
+        BASE,
+        400,
+        b"{",
+        {**JSON, "x-request-id": "<script>" + "x" * 500},
+        detail_says="not valid JSON",
+    ),
 }
 
 
@@ -264,7 +354,9 @@ async def test_body_above_max_body_bytes_gets_413_and_changes_nothing(
     assert await count_rows(database_url) == before
 
 
-async def test_chunked_body_above_max_body_bytes_gets_413(client: httpx.AsyncClient, app: FastAPI) -> None:
+async def test_chunked_body_above_max_body_bytes_gets_413(
+    client: httpx.AsyncClient, app: FastAPI
+) -> None:
     limit: int = app.state.settings.max_body_bytes
 
     async def chunks() -> AsyncIterator[bytes]:
@@ -291,7 +383,9 @@ async def test_sql_injection_strings_are_stored_verbatim_and_never_run(
     client: httpx.AsyncClient, database_url: str, text: str
 ) -> None:
     before = await count_rows(database_url)
-    created = await client.post(BASE, json={"name": text[:200], "description": text, "price_cents": 1})
+    created = await client.post(
+        BASE, json={"name": text[:200], "description": text, "price_cents": 1}
+    )
     assert created.status_code == 201, created.text
     fetched = (await client.get(created.headers["location"])).json()
     assert (fetched["name"], fetched["description"]) == (text[:200], text)

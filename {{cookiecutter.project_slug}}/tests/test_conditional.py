@@ -20,7 +20,17 @@ from {{ cookiecutter.package_name }}.settings import Settings
 
 BASE = "/{{ cookiecutter.resource_plural }}"
 PROBLEM = "application/problem+json"
-WELL_FORMED = ['"1"', 'W/"1"', '"1", "3"', '"1",W/"2"', " * ", '"", "x"', '"1", , "2"', ', "1"', '"\x80"']
+WELL_FORMED = [
+    '"1"',
+    'W/"1"',
+    '"1", "3"',
+    '"1",W/"2"',
+    " * ",
+    '"", "x"',
+    '"1", , "2"',
+    ', "1"',
+    '"\x80"',
+]
 MALFORMED = ["1", "W/1", '"1', "null", "**", '"1" "2"', 'w/"1"', '"a"b"', "", '"1";', '*, "1"']
 
 
@@ -49,7 +59,9 @@ def test_malformed_etag_lists_do_not_match_the_declared_pattern(value: str) -> N
         ('"99999999999999999999"', []),
     ],
 )
-def test_if_match_names_the_versions_a_write_may_apply_to(header: str | None, versions: list[int] | None) -> None:
+def test_if_match_names_the_versions_a_write_may_apply_to(
+    header: str | None, versions: list[int] | None
+) -> None:
     assert conditional.versions_matching(header, required=False) == versions
 
 
@@ -62,7 +74,15 @@ def test_a_required_if_match_that_is_missing_is_a_428() -> None:
 
 @pytest.mark.parametrize(
     ("header", "modified"),
-    [(None, True), ('"3"', False), ('W/"3"', False), ('"1", "3"', False), ("*", False), ('"2"', True), ('"03"', True)],
+    [
+        (None, True),
+        ('"3"', False),
+        ('W/"3"', False),
+        ('"1", "3"', False),
+        ("*", False),
+        ('"2"', True),
+        ('"03"', True),
+    ],
 )
 def test_if_none_match_uses_weak_comparison(header: str | None, modified: bool) -> None:
     assert conditional.none_match(header, '"3"') is modified
@@ -75,7 +95,9 @@ async def create(client: httpx.AsyncClient) -> dict[str, Any]:
     return body
 
 
-async def test_delete_with_a_stale_if_match_is_412_and_deletes_nothing(client: httpx.AsyncClient) -> None:
+async def test_delete_with_a_stale_if_match_is_412_and_deletes_nothing(
+    client: httpx.AsyncClient,
+) -> None:
     created = await create(client)
     response = await client.delete(f"{BASE}/{created['id']}", headers={"if-match": '"99"'})
     assert response.status_code == 412
@@ -96,31 +118,45 @@ async def test_delete_of_a_missing_row_with_if_match_is_404(client: httpx.AsyncC
     assert response.status_code == 404
 
 
-async def test_patch_with_a_weak_if_match_of_the_current_version_is_412(client: httpx.AsyncClient) -> None:
+async def test_patch_with_a_weak_if_match_of_the_current_version_is_412(
+    client: httpx.AsyncClient,
+) -> None:
     created = await create(client)
-    response = await client.patch(f"{BASE}/{created['id']}", json={"quantity": 2}, headers={"if-match": 'W/"1"'})
+    response = await client.patch(
+        f"{BASE}/{created['id']}", json={"quantity": 2}, headers={"if-match": 'W/"1"'}
+    )
     assert response.status_code == 412
     assert (await client.get(f"{BASE}/{created['id']}")).json()["version"] == 1
 
 
-async def test_patch_with_a_list_of_etags_succeeds_when_any_one_is_current(client: httpx.AsyncClient) -> None:
+async def test_patch_with_a_list_of_etags_succeeds_when_any_one_is_current(
+    client: httpx.AsyncClient,
+) -> None:
     created = await create(client)
-    response = await client.patch(f"{BASE}/{created['id']}", json={"quantity": 2}, headers={"if-match": '"0", "1"'})
+    response = await client.patch(
+        f"{BASE}/{created['id']}", json={"quantity": 2}, headers={"if-match": '"0", "1"'}
+    )
     assert response.status_code == 200, response.text
     assert response.headers["etag"] == '"2"'
 
 
-@pytest.mark.parametrize("tag", ['"9999999999"', '"9300000000000000000"', '"99999999999999999999"', '"abc"'])
+@pytest.mark.parametrize(
+    "tag", ['"9999999999"', '"9300000000000000000"', '"99999999999999999999"', '"abc"']
+)
 async def test_patch_with_a_version_beyond_any_current_one_is_412_not_422(
     client: httpx.AsyncClient, tag: str
 ) -> None:
     created = await create(client)
-    response = await client.patch(f"{BASE}/{created['id']}", json={"quantity": 2}, headers={"if-match": tag})
+    response = await client.patch(
+        f"{BASE}/{created['id']}", json={"quantity": 2}, headers={"if-match": tag}
+    )
     assert response.status_code == 412, response.text
     assert response.headers["content-type"] == PROBLEM
 
 
-async def test_get_with_if_none_match_of_the_current_etag_is_304_without_a_body(client: httpx.AsyncClient) -> None:
+async def test_get_with_if_none_match_of_the_current_etag_is_304_without_a_body(
+    client: httpx.AsyncClient,
+) -> None:
     created = await create(client)
     response = await client.get(f"{BASE}/{created['id']}", headers={"if-none-match": '"1"'})
     assert response.status_code == 304
@@ -131,23 +167,31 @@ async def test_get_with_if_none_match_of_the_current_etag_is_304_without_a_body(
     assert changed.json()["id"] == created["id"]
 
 
-async def test_get_with_a_malformed_if_none_match_is_400_naming_it(client: httpx.AsyncClient) -> None:
+async def test_get_with_a_malformed_if_none_match_is_400_naming_it(
+    client: httpx.AsyncClient,
+) -> None:
     response = await client.get(f"{BASE}/1", headers={"if-none-match": "null"})
     assert response.status_code == 400
     assert "If-None-Match" in response.json()["detail"]
 
 
 @pytest.fixture(scope="module")
-async def strict_client(settings: Settings, auth_headers: dict[str, str]) -> AsyncIterator[httpx.AsyncClient]:
+async def strict_client(
+    settings: Settings, auth_headers: dict[str, str]
+) -> AsyncIterator[httpx.AsyncClient]:
     """A service with REQUIRE_IF_MATCH on."""
     application: FastAPI = create_app(settings.model_copy(update={"require_if_match": True}))
     async with application.router.lifespan_context(application):
         transport = httpx.ASGITransport(app=application)
-        async with httpx.AsyncClient(transport=transport, base_url="http://test", headers=auth_headers) as http:
+        async with httpx.AsyncClient(
+            transport=transport, base_url="http://test", headers=auth_headers
+        ) as http:
             yield http
 
 
-async def test_require_if_match_refuses_blind_writes_with_428(strict_client: httpx.AsyncClient) -> None:
+async def test_require_if_match_refuses_blind_writes_with_428(
+    strict_client: httpx.AsyncClient,
+) -> None:
     created = await create(strict_client)
     path = f"{BASE}/{created['id']}"
     blind_patch = await strict_client.patch(path, json={"quantity": 3})
@@ -155,11 +199,15 @@ async def test_require_if_match_refuses_blind_writes_with_428(strict_client: htt
     assert (blind_patch.status_code, blind_delete.status_code) == (428, 428)
     assert blind_patch.headers["content-type"] == PROBLEM
     assert (await strict_client.get(path)).json()["version"] == 1
-    assert (await strict_client.patch(path, json={"quantity": 3}, headers={"if-match": '"1"'})).status_code == 200
+    assert (
+        await strict_client.patch(path, json={"quantity": 3}, headers={"if-match": '"1"'})
+    ).status_code == 200
     assert (await strict_client.delete(path, headers={"if-match": "*"})).status_code == 204
 
 
-async def test_if_match_pattern_and_statuses_are_in_the_openapi_document(client: httpx.AsyncClient) -> None:
+async def test_if_match_pattern_and_statuses_are_in_the_openapi_document(
+    client: httpx.AsyncClient,
+) -> None:
     schema = (await client.get("/openapi.json")).json()
     item = schema["paths"][BASE + "/{{ '{' }}{{ cookiecutter.resource }}_id{{ '}' }}"]
     for method in ("patch", "delete"):

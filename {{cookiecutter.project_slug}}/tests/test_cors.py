@@ -13,22 +13,35 @@ from {{ cookiecutter.package_name }}.settings import Settings
 
 BASE = "/{{ cookiecutter.resource_plural }}"
 ALLOWED = "https://shop.example"
-PREFLIGHT = {"Access-Control-Request-Method": "PATCH", "Access-Control-Request-Headers": "content-type, if-match"}
+PREFLIGHT = {
+    "Access-Control-Request-Method": "PATCH",
+    "Access-Control-Request-Headers": "content-type, if-match",
+}
 
 
 @pytest.fixture(scope="module")
-async def cors_client(database_url: str, auth_settings: dict[str, Any], auth_headers: dict[str, str]) -> AsyncIterator[httpx.AsyncClient]:
+async def cors_client(
+    database_url: str, auth_settings: dict[str, Any], auth_headers: dict[str, str]
+) -> AsyncIterator[httpx.AsyncClient]:
     settings = Settings(
-        database_url=database_url, app_env="test", cors_allow_origins=f"{ALLOWED}, https://admin.example", cors_max_age=120, **auth_settings
+        database_url=database_url,
+        app_env="test",
+        cors_allow_origins=f"{ALLOWED}, https://admin.example",
+        cors_max_age=120,
+        **auth_settings,
     )
     app = create_app(settings)
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://test", headers=auth_headers) as client:
+        async with httpx.AsyncClient(
+            transport=transport, base_url="http://test", headers=auth_headers
+        ) as client:
             yield client
 
 
-async def test_a_preflight_from_an_allowed_origin_is_answered_with_its_permissions(cors_client: httpx.AsyncClient) -> None:
+async def test_a_preflight_from_an_allowed_origin_is_answered_with_its_permissions(
+    cors_client: httpx.AsyncClient,
+) -> None:
     response = await cors_client.options(f"{BASE}/1", headers={"Origin": ALLOWED, **PREFLIGHT})
     assert response.status_code == 200
     assert response.headers["access-control-allow-origin"] == ALLOWED
@@ -38,19 +51,25 @@ async def test_a_preflight_from_an_allowed_origin_is_answered_with_its_permissio
 
 
 async def test_a_preflight_from_another_origin_is_refused(cors_client: httpx.AsyncClient) -> None:
-    response = await cors_client.options(f"{BASE}/1", headers={"Origin": "https://evil.example", **PREFLIGHT})
+    response = await cors_client.options(
+        f"{BASE}/1", headers={"Origin": "https://evil.example", **PREFLIGHT}
+    )
     assert response.status_code == 400
     assert "access-control-allow-origin" not in response.headers
 
 
-async def test_a_request_from_an_allowed_origin_may_read_the_answer_and_its_etag(cors_client: httpx.AsyncClient) -> None:
+async def test_a_request_from_an_allowed_origin_may_read_the_answer_and_its_etag(
+    cors_client: httpx.AsyncClient,
+) -> None:
     response = await cors_client.get(BASE, headers={"Origin": ALLOWED})
     assert response.status_code == 200
     assert response.headers["access-control-allow-origin"] == ALLOWED
     assert "ETag" in response.headers["access-control-expose-headers"]
 
 
-async def test_a_request_from_another_origin_gets_no_cors_headers(cors_client: httpx.AsyncClient) -> None:
+async def test_a_request_from_another_origin_gets_no_cors_headers(
+    cors_client: httpx.AsyncClient,
+) -> None:
     response = await cors_client.get(BASE, headers={"Origin": "https://evil.example"})
     assert "access-control-allow-origin" not in response.headers
 

@@ -56,7 +56,10 @@ def logged(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[MutableMapping[str,
 def _edge(app: Any, metrics: Metrics) -> httpx.AsyncClient:
     # The test client's peer (127.0.0.1) stands for a trusted proxy: its X-Request-ID is kept.
     edge = EdgeMiddleware(
-        app, metrics=RequestMetrics(metrics), access_log=AccessLog(), trusted=TrustedPeers("127.0.0.1")
+        app,
+        metrics=RequestMetrics(metrics),
+        access_log=AccessLog(),
+        trusted=TrustedPeers("127.0.0.1"),
     )
     return httpx.AsyncClient(transport=httpx.ASGITransport(app=edge), base_url="http://t")
 

@@ -20,8 +20,12 @@ async def _connections_named(url: str, application_name: str) -> int:
         await connection.close()
 
 
-async def test_lifespan_opens_warm_pool_and_closes_it(database_url: str, auth_settings: dict[str, Any]) -> None:
-    settings = Settings(database_url=database_url, app_env="test", pool_min_size=3, pool_max_size=5, **auth_settings)
+async def test_lifespan_opens_warm_pool_and_closes_it(
+    database_url: str, auth_settings: dict[str, Any]
+) -> None:
+    settings = Settings(
+        database_url=database_url, app_env="test", pool_min_size=3, pool_max_size=5, **auth_settings
+    )
     app = create_app(settings)
     assert not hasattr(app.state, "db")
     before = await _connections_named(database_url, APPLICATION_NAME)
@@ -34,8 +38,12 @@ async def test_lifespan_opens_warm_pool_and_closes_it(database_url: str, auth_se
     assert await _connections_named(database_url, APPLICATION_NAME) == before
 
 
-async def test_connections_carry_the_statement_timeout(database_url: str, auth_settings: dict[str, Any]) -> None:
-    settings = Settings(database_url=database_url, app_env="test", statement_timeout_ms=1234, **auth_settings)
+async def test_connections_carry_the_statement_timeout(
+    database_url: str, auth_settings: dict[str, Any]
+) -> None:
+    settings = Settings(
+        database_url=database_url, app_env="test", statement_timeout_ms=1234, **auth_settings
+    )
     app = create_app(settings)
     async with app.router.lifespan_context(app), app.state.db.connection() as connection:
         assert await connection.fetchval("SHOW statement_timeout") == "1234ms"

@@ -4,7 +4,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from loadtest import project
 from loadtest.budget import Outcome, ScenarioBudget, check, load, parse
 from loadtest.knee import Verdict
@@ -29,7 +28,9 @@ def test_the_shipped_budget_holds_the_1_core_defaults() -> None:
 
 def test_a_scenario_may_override_a_default(tmp_path: Path) -> None:
     path = tmp_path / "budget.toml"
-    path.write_text("[defaults]\nmax_p99_ms = 80\n[scenarios.slow]\nmin_rps = 5\nmax_p99_ms = 200\n")
+    path.write_text(
+        "[defaults]\nmax_p99_ms = 80\n[scenarios.slow]\nmin_rps = 5\nmax_p99_ms = 200\n"
+    )
     budget = load(path)
     assert budget.scenarios["slow"].max_p99_ms == 200
 

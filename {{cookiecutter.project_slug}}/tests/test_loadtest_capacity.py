@@ -3,7 +3,6 @@
 from pathlib import Path
 
 import pytest
-
 from loadtest.budget import CapacityAssumptions
 from loadtest.capacity import Capacity, helm_values, size, write_helm_values
 
@@ -57,7 +56,9 @@ def test_users_follow_littles_law_for_the_stated_think_time() -> None:
 
 
 def test_the_helm_override_uses_the_chart_keys(tmp_path: Path) -> None:
-    path = write_helm_values(_sizing(), "loadtest/results/x.json", tmp_path / "chart" / "values-capacity.yaml")
+    path = write_helm_values(
+        _sizing(), "loadtest/results/x.json", tmp_path / "chart" / "values-capacity.yaml"
+    )
     text = path.read_text()
     assert text == helm_values(_sizing(), "loadtest/results/x.json")
     for line in ("server:", "  maxInFlight: 50", "database:", "  poolMinSize: 7",

@@ -1,7 +1,6 @@
 """The knee rule and the client rule of the load test, on sweeps with known answers."""
 
 import pytest
-
 from loadtest.knee import Point, Verdict, client_capacity, find_knee, is_client_bound, judge
 
 
@@ -55,12 +54,16 @@ def test_a_client_using_90_percent_of_its_cores_is_saturated() -> None:
 
 
 def test_judge_reports_client_bound_instead_of_a_knee() -> None:
-    points = [Point(c, rps, client_cpu=99, server_cpu=30) for c, rps in ((1, 500), (2, 900), (4, 950))]
+    points = [
+        Point(c, rps, client_cpu=99, server_cpu=30) for c, rps in ((1, 500), (2, 900), (4, 950))
+    ]
     assert judge(points, client_capacity_rps=1000, client_cores=1) == (Verdict.CLIENT_BOUND, 1)
 
 
 def test_judge_falls_back_to_the_best_step_when_the_knee_is_not_reached() -> None:
-    points = [Point(c, rps, client_cpu=10, server_cpu=60) for c, rps in ((1, 100), (2, 300), (4, 500))]
+    points = [
+        Point(c, rps, client_cpu=10, server_cpu=60) for c, rps in ((1, 100), (2, 300), (4, 500))
+    ]
     assert judge(points, client_capacity_rps=50_000, client_cores=1) == (Verdict.NOT_REACHED, 2)
 
 

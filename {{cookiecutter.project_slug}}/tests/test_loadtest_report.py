@@ -7,7 +7,9 @@ from typing import Any
 from loadtest import report
 
 
-def _step(concurrency: int | None, rps: float, p99: float, rate: float | None = None) -> dict[str, Any]:
+def _step(
+    concurrency: int | None, rps: float, p99: float, rate: float | None = None
+) -> dict[str, Any]:
     return {
         "concurrency": concurrency, "rate": rate, "seconds": 5.0, "requests": int(rps * 5),
         "errors": 0, "rps": rps, "p50_ms": p99 / 3, "p95_ms": p99 / 1.5, "p99_ms": p99,
@@ -20,7 +22,12 @@ def _results(misses: list[str]) -> dict[str, Any]:
     budget = {"min_rps": 1000, "max_p99_ms": 50.0, "max_error_rate": 0.0, "serving_fraction": 0.7}
     return {
         "started_at": "2025-01-01T00:00:00+00:00",
-        "target": {"url": "http://127.0.0.1:8000", "pid": 1, "pinned": "core 0", "started_here": True},
+        "target": {
+            "url": "http://127.0.0.1:8000",
+            "pid": 1,
+            "pinned": "core 0",
+            "started_here": True,
+        },
         "client": {"processes": 2, "cores": [1], "capacity_rps": 20000},
         "scenarios": {
             "by_id": {
@@ -29,9 +36,17 @@ def _results(misses: list[str]) -> dict[str, Any]:
                 "verdict": "knee",
                 "knee_index": 2,
                 "search": {
-                    "slo_rps": 1320.0, "start_rps": 900.0, "step_seconds": 5.0, "connections": 32,
-                    "spread": {"p99_min_ms": 31.0, "p99_median_ms": 35.5, "p99_max_ms": 41.0,
-                               "client_cpu_max": 48.0, "server_cpu_median": 91.0},
+                    "slo_rps": 1320.0,
+                    "start_rps": 900.0,
+                    "step_seconds": 5.0,
+                    "connections": 32,
+                    "spread": {
+                        "p99_min_ms": 31.0,
+                        "p99_median_ms": 35.5,
+                        "p99_max_ms": 41.0,
+                        "client_cpu_max": 48.0,
+                        "server_cpu_median": 91.0,
+                    },
                     "client_bound": False,
                     "trials": [_step(None, 900, 7.5, rate=900), _step(None, 1400, 80, rate=1400)],
                     "repeats": [_step(None, 1320, p99, rate=1320) for p99 in (31, 35.5, 41)],
@@ -42,7 +57,14 @@ def _results(misses: list[str]) -> dict[str, Any]:
         },
         "misses": misses,
         "passed": not misses,
-        "wrk_check": {"concurrency": 4, "seconds": 5, "engine_rps": 1500, "wrk_rps": 1560, "ratio": 0.96, "agree": True},
+        "wrk_check": {
+            "concurrency": 4,
+            "seconds": 5,
+            "engine_rps": 1500,
+            "wrk_rps": 1560,
+            "ratio": 0.96,
+            "agree": True,
+        },
         "capacity_text": "Capacity of one pod ...",
     }
 

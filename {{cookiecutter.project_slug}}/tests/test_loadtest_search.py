@@ -53,7 +53,9 @@ def test_a_final_step_that_fails_on_repeat_is_not_claimed() -> None:
     assert all(passes(step, LIMITS) for step in found.repeats)
 
 
-def test_one_unlucky_repeat_out_of_three_does_not_erase_the_capacity_but_shows_in_the_spread() -> None:
+def test_one_unlucky_repeat_out_of_three_does_not_erase_the_capacity_but_shows_in_the_spread() -> (
+    None
+):
     repeats_at_top: list[float] = []
 
     def noisy(rate: float) -> Step:

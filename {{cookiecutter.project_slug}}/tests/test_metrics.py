@@ -6,9 +6,9 @@ from collections.abc import AsyncIterator
 
 import httpx
 import pytest
+from devdb import free_port
 from fastapi import FastAPI
 
-from devdb import free_port
 from {{ cookiecutter.package_name }}.observability.metrics import Metrics
 from {{ cookiecutter.package_name }}.observability.metrics_listener import metrics_app, metrics_listener
 
@@ -48,7 +48,9 @@ async def test_requests_are_counted_by_route_template_never_by_raw_path(
     assert _value(text, "http_request_duration_seconds_count" + labels) >= 2
 
 
-async def test_unmatched_paths_share_one_label(client: httpx.AsyncClient, scrape: httpx.AsyncClient) -> None:
+async def test_unmatched_paths_share_one_label(
+    client: httpx.AsyncClient, scrape: httpx.AsyncClient
+) -> None:
     await client.get("/no/such/path/42")
     text = (await scrape.get("/metrics")).text
     assert 'route="<unmatched>"' in text
@@ -104,7 +106,10 @@ async def test_metrics_port_zero_starts_no_listener() -> None:
 def test_served_process_answers_metrics_on_metrics_port_only(
     served_url: str, served_metrics_port: int, auth_headers: dict[str, str]
 ) -> None:
-    assert httpx.get(f"{served_url}{BASE}/1", headers=auth_headers, timeout=5).status_code in (200, 404)
+    assert httpx.get(f"{served_url}{BASE}/1", headers=auth_headers, timeout=5).status_code in (
+        200,
+        404,
+    )
     scraped = httpx.get(f"http://127.0.0.1:{served_metrics_port}/metrics", timeout=5)
     assert scraped.status_code == 200
     assert "http_requests_total" in scraped.text

@@ -5,19 +5,17 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 import pytest
-
+from devdb import free_port
 from starlette.types import Message, Receive, Scope, Send
 from structlog.contextvars import get_contextvars
 
 from {{ cookiecutter.package_name }}.app import create_app
-from devdb import free_port
 from {{ cookiecutter.package_name }}.middleware.edge import EdgeMiddleware
 from {{ cookiecutter.package_name }}.middleware.metrics import RequestMetrics
 from {{ cookiecutter.package_name }}.middleware.request_id import TrustedPeers
@@ -66,7 +64,9 @@ async def test_a_request_id_is_made_and_echoed(client: httpx.AsyncClient) -> Non
     assert first != second
 
 
-async def _echo_request_id(trusted: str, peer: str, incoming: bytes) -> tuple[str, dict[str, object]]:
+async def _echo_request_id(
+    trusted: str, peer: str, incoming: bytes
+) -> tuple[str, dict[str, object]]:
     """Run the edge middleware around a five-line app; return the id sent back and the log context."""
     seen: dict[str, object] = {}
 
@@ -83,14 +83,25 @@ async def _echo_request_id(trusted: str, peer: str, incoming: bytes) -> tuple[st
     async def receive() -> Message:
         return {"type": "http.request", "body": b""}
 
-    scope = {"type": "http", "method": "GET", "path": "/", "client": (peer, 4321), "headers": [(b"x-request-id", incoming)]}
-    edge = EdgeMiddleware(app, metrics=RequestMetrics(Metrics()), access_log=None, trusted=TrustedPeers(trusted))
+    scope = {
+        "type": "http",
+        "method": "GET",
+        "path": "/",
+        "client": (peer, 4321),
+        "headers": [(b"x-request-id", incoming)],
+    }
+    edge = EdgeMiddleware(
+        app, metrics=RequestMetrics(Metrics()), access_log=None, trusted=TrustedPeers(trusted)
+    )
     await edge(scope, receive, send)
     headers = dict(sent[0]["headers"])
     return headers[b"x-request-id"].decode(), seen
 
 
-@pytest.mark.parametrize(("trusted", "peer"), [("10.0.0.1", "10.0.0.1"), ("10.0.0.0/8, ::1", "10.9.8.7"), ("*", "192.0.2.1")])
+@pytest.mark.parametrize(
+    ("trusted", "peer"),
+    [("10.0.0.1", "10.0.0.1"), ("10.0.0.0/8, ::1", "10.9.8.7"), ("*", "192.0.2.1")],
+)
 async def test_a_request_id_from_a_trusted_proxy_is_kept(trusted: str, peer: str) -> None:
     request_id, context = await _echo_request_id(trusted, peer, b"trace-42.abc")
     assert request_id == "trace-42.abc"
@@ -98,8 +109,12 @@ async def test_a_request_id_from_a_trusted_proxy_is_kept(trusted: str, peer: str
     assert "client_request_id" not in context
 
 
-@pytest.mark.parametrize(("trusted", "peer"), [("", "127.0.0.1"), ("10.0.0.0/8", "192.0.2.1"), ("10.0.0.1", "not-an-ip")])
-async def test_a_request_id_from_anyone_else_is_replaced_and_logged_apart(trusted: str, peer: str) -> None:
+@pytest.mark.parametrize(
+    ("trusted", "peer"), [("", "127.0.0.1"), ("10.0.0.0/8", "192.0.2.1"), ("10.0.0.1", "not-an-ip")]
+)
+async def test_a_request_id_from_anyone_else_is_replaced_and_logged_apart(
+    trusted: str, peer: str
+) -> None:
     request_id, context = await _echo_request_id(trusted, peer, b"trace-42.abc")
     assert request_id != "trace-42.abc"
     assert len(request_id) == 32
@@ -118,21 +133,30 @@ async def test_behind_a_trusted_proxy_the_request_id_is_kept_and_the_client_is_t
     transport = httpx.ASGITransport(app=application, client=("127.0.0.1", 5555))
     async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
         response = await http.get(
-            "/healthz", headers={"x-request-id": "trace-42.abc", "x-forwarded-for": "203.0.113.9", "x-forwarded-proto": "https"}
+            "/healthz",
+            headers={
+                "x-request-id": "trace-42.abc",
+                "x-forwarded-for": "203.0.113.9",
+                "x-forwarded-proto": "https",
+            },
         )
     assert response.headers["x-request-id"] == "trace-42.abc"
     assert "strict-transport-security" in response.headers  # the proxy's scheme was applied
 
 
 @pytest.mark.parametrize("bad", ["x" * 129, "has space", "semi;colon", "ünïcode"])
-async def test_a_malformed_incoming_request_id_is_replaced(client: httpx.AsyncClient, bad: str) -> None:
+async def test_a_malformed_incoming_request_id_is_replaced(
+    client: httpx.AsyncClient, bad: str
+) -> None:
     response = await client.get("/healthz", headers=[(b"x-request-id", bad.encode())])
     assert response.headers["x-request-id"] != bad
     assert len(response.headers["x-request-id"]) == 32
 
 
 async def test_an_oversize_declared_body_is_a_413_problem(client: httpx.AsyncClient) -> None:
-    response = await client.post(BASE, content=b"x" * 70_000, headers={"content-type": "application/json"})
+    response = await client.post(
+        BASE, content=b"x" * 70_000, headers={"content-type": "application/json"}
+    )
     assert response.status_code == 413
     assert response.headers["content-type"] == "application/problem+json"
     assert response.json()["max_bytes"] == 65536
@@ -143,7 +167,9 @@ async def test_an_oversize_chunked_body_is_cut_off_with_a_413(client: httpx.Asyn
         for _ in range(100):
             yield b"x" * 1000
 
-    response = await client.post(BASE, content=chunks(), headers={"content-type": "application/json"})
+    response = await client.post(
+        BASE, content=chunks(), headers={"content-type": "application/json"}
+    )
     assert response.status_code == 413
     assert response.headers["content-type"] == "application/problem+json"
 
@@ -153,7 +179,9 @@ async def test_a_small_chunked_body_passes(client: httpx.AsyncClient) -> None:
         yield b'{"name": "chunked", '
         yield b'"price_cents": 3}'
 
-    response = await client.post(BASE, content=chunks(), headers={"content-type": "application/json"})
+    response = await client.post(
+        BASE, content=chunks(), headers={"content-type": "application/json"}
+    )
     assert response.status_code == 201, response.text
 
 

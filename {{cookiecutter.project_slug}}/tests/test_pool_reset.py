@@ -11,7 +11,6 @@ import pkgutil
 import re
 
 import {{ cookiecutter.package_name }}
-
 from {{ cookiecutter.package_name }}.db import Database
 from {{ cookiecutter.package_name }}.settings import Settings
 
@@ -33,21 +32,19 @@ async def test_release_sends_no_reset_query(settings: Settings) -> None:
         await database.close()
 
 
-async def test_a_connection_released_inside_a_transaction_is_rolled_back(settings: Settings) -> None:
+async def test_a_connection_released_inside_a_transaction_is_rolled_back(
+    settings: Settings,
+) -> None:
     database = await _single_connection_database(settings)
     name = "left in an open transaction"
     try:
         async with database.connection() as connection:
             await connection.execute("BEGIN")
-            await connection.execute(
-                "INSERT INTO {{ cookiecutter.resource_plural }} (name, price_cents) VALUES ($1, 1)", name
-            )
+            await connection.execute("INSERT INTO {{ cookiecutter.resource_plural }} (name, price_cents) VALUES ($1, 1)", name)
             assert connection.is_in_transaction()
         async with database.connection() as connection:
             assert not connection.is_in_transaction()
-            count = await connection.fetchval(
-                "SELECT count(*) FROM {{ cookiecutter.resource_plural }} WHERE name = $1", name
-            )
+            count = await connection.fetchval("SELECT count(*) FROM {{ cookiecutter.resource_plural }} WHERE name = $1", name)
             assert count == 0
     finally:
         await database.close()

@@ -10,9 +10,9 @@ import pytest
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Request, Response
 from fastapi.dependencies.utils import solve_dependencies
 
-from {{ cookiecutter.package_name }}.{{ cookiecutter.resource_plural }} import routes
 from {{ cookiecutter.package_name }}.app import create_app
 from {{ cookiecutter.package_name }}.errors import install_error_handlers
+from {{ cookiecutter.package_name }}.{{ cookiecutter.resource_plural }} import routes
 from {{ cookiecutter.package_name }}.routing import FastRoute
 from {{ cookiecutter.package_name }}.settings import Settings
 
@@ -38,7 +38,9 @@ def _five_requests(prefix: str, item_id: int) -> list[tuple[str, str, dict[str, 
 
 
 @pytest.fixture
-async def guarded_client(settings: Settings, auth_headers: dict[str, str]) -> AsyncIterator[httpx.AsyncClient]:
+async def guarded_client(
+    settings: Settings, auth_headers: dict[str, str]
+) -> AsyncIterator[httpx.AsyncClient]:
     """The real app, plus the resource router mounted again under /guarded inside a router whose
     dependency refuses everyone: the way an auth guard is added around existing routes."""
     app = create_app(settings)
@@ -47,7 +49,9 @@ async def guarded_client(settings: Settings, auth_headers: dict[str, str]) -> As
     app.include_router(guard, prefix="/guarded")
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://test", headers=auth_headers) as http:
+        async with httpx.AsyncClient(
+            transport=transport, base_url="http://test", headers=auth_headers
+        ) as http:
             yield http
 
 
@@ -95,14 +99,18 @@ def _probe_app(*, app_dependencies: list[Any] | None = None, **router_options: A
     ],
 )
 async def test_a_router_or_application_dependency_refuses_every_route(app: FastAPI) -> None:
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as http:
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://t"
+    ) as http:
         assert (await http.get("/probe/open")).status_code == 401
         assert (await http.get("/probe/closed")).status_code == 401
 
 
 async def test_a_route_dependency_refuses_that_route_and_no_other() -> None:
     app = _probe_app()
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as http:
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://t"
+    ) as http:
         assert (await http.get("/probe/closed")).status_code == 401
         opened = await http.get("/probe/open")
     assert opened.status_code == 200
@@ -129,7 +137,9 @@ async def test_every_route_runs_the_fast_handler(
     app = create_app(settings)
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://test", headers=auth_headers) as http:
+        async with httpx.AsyncClient(
+            transport=transport, base_url="http://test", headers=auth_headers
+        ) as http:
             item_id = (await http.post(BASE, json=NEW)).json()["id"]
             statuses = [
                 (await http.request(method, url, **extra)).status_code
@@ -152,7 +162,9 @@ async def test_an_unsupported_declaration_runs_the_standard_handler(
 
     app = FastAPI()
     app.include_router(router)
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t") as http:
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://t"
+    ) as http:
         assert (await http.get("/sync")).content == b"ok"
     assert standard_handler_calls == ["/sync"]
 
@@ -197,7 +209,9 @@ async def test_scope_route_is_the_route_fastapi_matched() -> None:
     ]
 
 
-async def test_a_missing_row_costs_one_pool_acquire(app: FastAPI, client: httpx.AsyncClient) -> None:
+async def test_a_missing_row_costs_one_pool_acquire(
+    app: FastAPI, client: httpx.AsyncClient
+) -> None:
     registry = app.state.metrics.registry
     before = registry.get_sample_value("db_pool_acquire_wait_seconds_count")
     assert (await client.get(f"{BASE}/987654321")).status_code == 404

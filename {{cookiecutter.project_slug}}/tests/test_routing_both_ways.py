@@ -76,7 +76,12 @@ SHAPES: dict[str, Shape] = {
     "create-missing-name": ("POST", "", b'{"price_cents": 1}', JSON),
     "create-extra-field": ("POST", "", b'{"name": "e", "price_cents": 1, "x": 1}', JSON),
     "create-price-as-string": ("POST", "", b'{"name": "s", "price_cents": "12"}', JSON),
-    "create-price-above-int64": ("POST", "", b'{"name": "b", "price_cents": 9223372036854775808}', JSON),
+    "create-price-above-int64": (
+        "POST",
+        "",
+        b'{"name": "b", "price_cents": 9223372036854775808}',
+        JSON,
+    ),
     "create-control-character": ("POST", "", b'{"name": "a\\u0001b", "price_cents": 1}', JSON),
     "create-nested-deeply": ("POST", "", b"[" * 5000 + b"]" * 5000, JSON),
     "patch": ("PATCH", "/{id}", b'{"quantity": 4}', JSON),
@@ -121,10 +126,14 @@ async def both(
 
 
 def _client_of(app: FastAPI, headers: dict[str, str]) -> httpx.AsyncClient:
-    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://t", headers=headers)
+    return httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://t", headers=headers
+    )
 
 
-async def _check_each_runs_its_handler(fast: httpx.AsyncClient, standard: httpx.AsyncClient) -> None:
+async def _check_each_runs_its_handler(
+    fast: httpx.AsyncClient, standard: httpx.AsyncClient
+) -> None:
     """Each app runs the handler it is meant to, or the comparison proves nothing."""
     standard_calls: list[object] = []
 
@@ -156,9 +165,7 @@ def _normalised(value: Any, row_id: int) -> Any:
         return [_normalised(item, row_id) for item in value]
     if isinstance(value, str):
         value = _TIMESTAMP.sub("<time>", value)
-        return re.sub(
-            r"\b\d+\b", lambda m: "<id>" if _is_new(int(m[0]), row_id) else m[0], value
-        )
+        return re.sub(r"\b\d+\b", lambda m: "<id>" if _is_new(int(m[0]), row_id) else m[0], value)
     return value
 
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import httpx
 import pytest
+from devdb import free_port
 from pydantic import ValidationError
 
-from devdb import free_port
 from {{ cookiecutter.package_name }}.settings import Settings
 
 
@@ -23,12 +23,16 @@ def secrets_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-def test_the_database_url_comes_from_a_file_with_its_trailing_newline_dropped(secrets_dir: Path) -> None:
+def test_the_database_url_comes_from_a_file_with_its_trailing_newline_dropped(
+    secrets_dir: Path,
+) -> None:
     (secrets_dir / "DATABASE_URL").write_text("postgresql://app:from-file@db:5432/app\n")
     assert Settings(app_env="dev").dsn == "postgresql://app:from-file@db:5432/app"
 
 
-def test_the_environment_wins_over_a_file(secrets_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_environment_wins_over_a_file(
+    secrets_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (secrets_dir / "DATABASE_URL").write_text("postgresql://app:from-file@db:5432/app")
     monkeypatch.setenv("DATABASE_URL", "postgresql://app:from-env@db:5432/app")
     assert Settings(app_env="dev").dsn == "postgresql://app:from-env@db:5432/app"
@@ -49,7 +53,9 @@ def test_the_jwt_settings_come_from_files(secrets_dir: Path) -> None:
 {%- endif %}
 
 
-def test_a_secrets_folder_named_but_missing_is_refused(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_a_secrets_folder_named_but_missing_is_refused(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv("SECRETS_DIR", str(tmp_path / "missing"))
     with pytest.raises(ValidationError, match="secrets_dir"):
         Settings(app_env="dev")
@@ -62,9 +68,16 @@ def test_the_served_process_reads_its_database_url_from_a_file(
     port = free_port()
     env = {key: value for key, value in os.environ.items() if key != "DATABASE_URL"}
     env |= {**auth_env, "SECRETS_DIR": str(tmp_path), "PORT": str(port), "ACCESS_LOG": "off"}
-    process = subprocess.Popen([sys.executable, "-m", "{{ cookiecutter.package_name }}"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "{{ cookiecutter.package_name }}"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
-        with httpx.Client(base_url=f"http://127.0.0.1:{port}", headers=auth_headers, timeout=5) as http:
+        with httpx.Client(
+            base_url=f"http://127.0.0.1:{port}", headers=auth_headers, timeout=5
+        ) as http:
             for _ in range(600):  # up to 30 s for start-up, polled: no event to wait on
                 try:
                     ready = http.get("/readyz")

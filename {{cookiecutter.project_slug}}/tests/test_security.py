@@ -14,15 +14,25 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 import orjson
 import pytest
+from devdb import free_port
 from fastapi import FastAPI
 
 from {{ cookiecutter.package_name }}.app import create_app
-from devdb import free_port
 from {{ cookiecutter.package_name }}.observability.redaction import MASK, RedactSecrets
 from {{ cookiecutter.package_name }}.settings import Settings
 
 BASE = "/{{ cookiecutter.resource_plural }}"
-INTERNALS = ("Traceback", 'File "', "asyncpg", "SELECT", "INSERT", "UPDATE ", "psycopg", "uvicorn", "line ")
+INTERNALS = (
+    "Traceback",
+    'File "',
+    "asyncpg",
+    "SELECT",
+    "INSERT",
+    "UPDATE ",
+    "psycopg",
+    "uvicorn",
+    "line ",
+)
 
 
 def assert_reveals_nothing(response: httpx.Response) -> None:
@@ -46,7 +56,9 @@ async def starved_app(database_url: str, auth_settings: dict[str, Any]) -> Async
         yield application
 
 
-async def test_error_responses_reveal_no_stack_trace_sql_or_library(client: httpx.AsyncClient) -> None:
+async def test_error_responses_reveal_no_stack_trace_sql_or_library(
+    client: httpx.AsyncClient,
+) -> None:
     responses = [
         await client.get(f"{BASE}/999999999"),
         await client.get("/nowhere"),
@@ -67,7 +79,9 @@ async def test_saturated_pool_answers_503_with_retry_after_and_no_internals(
 ) -> None:
     transport = httpx.ASGITransport(app=starved_app)
     async with (
-        httpx.AsyncClient(transport=transport, base_url="http://test", headers=auth_headers) as http,
+        httpx.AsyncClient(
+            transport=transport, base_url="http://test", headers=auth_headers
+        ) as http,
         starved_app.state.db.pool.acquire(),
     ):
         response = await http.get(f"{BASE}/1")
@@ -86,8 +100,12 @@ def test_served_process_discloses_no_server_version(served_url: str) -> None:
             assert "python" not in response.text.lower()
 
 
-@pytest.mark.parametrize("path", ["/healthz", f"{BASE}/999999999", f"{BASE}?limit=0", "/openapi.json"])
-async def test_api_responses_carry_the_security_headers(client: httpx.AsyncClient, path: str) -> None:
+@pytest.mark.parametrize(
+    "path", ["/healthz", f"{BASE}/999999999", f"{BASE}?limit=0", "/openapi.json"]
+)
+async def test_api_responses_carry_the_security_headers(
+    client: httpx.AsyncClient, path: str
+) -> None:
     headers = (await client.get(path)).headers
     assert headers["x-content-type-options"] == "nosniff"
     assert headers["x-frame-options"] == "DENY"
@@ -96,8 +114,12 @@ async def test_api_responses_carry_the_security_headers(client: httpx.AsyncClien
     assert "strict-transport-security" not in headers  # plain HTTP: browsers would ignore it
 
 
-@pytest.mark.parametrize("path", ["/healthz", f"{BASE}/999999999", f"{BASE}?limit=20", f"{BASE}?limit=0", "/docs"])
-async def test_every_response_says_cache_control_no_store(client: httpx.AsyncClient, path: str) -> None:
+@pytest.mark.parametrize(
+    "path", ["/healthz", f"{BASE}/999999999", f"{BASE}?limit=20", f"{BASE}?limit=0", "/docs"]
+)
+async def test_every_response_says_cache_control_no_store(
+    client: httpx.AsyncClient, path: str
+) -> None:
     assert (await client.get(path)).headers["cache-control"] == "no-store"
 
 
@@ -118,7 +140,9 @@ async def test_docs_in_prod_setting_turns_docs_and_schema_on(settings: Settings)
     assert await _docs_statuses(settings) == [200, 200, 200]  # dev and test: always on
 
 
-async def test_docs_page_may_load_its_scripts_but_is_not_sniffed_or_framed(client: httpx.AsyncClient) -> None:
+async def test_docs_page_may_load_its_scripts_but_is_not_sniffed_or_framed(
+    client: httpx.AsyncClient,
+) -> None:
     headers = (await client.get("/docs")).headers
     assert "content-security-policy" not in headers
     assert headers["x-content-type-options"] == "nosniff"
@@ -153,17 +177,26 @@ def test_redaction_masks_an_orjson_rendered_bytes_line() -> None:
 
 def test_redaction_masks_a_rendered_json_line_without_breaking_it() -> None:
     password = 'p"w\\d'
-    line = json.dumps({"event": "x", "dsn": f"postgresql://app:{password}@db/x", "pw": password, "email": "a@b.c"})
+    line = json.dumps(
+        {"event": "x", "dsn": f"postgresql://app:{password}@db/x", "pw": password, "email": "a@b.c"}
+    )
     masked = RedactSecrets([password])(None, "info", line)
     assert isinstance(masked, str)
     assert password not in masked
-    assert json.loads(masked) == {"event": "x", "dsn": "postgresql://app:***@db/x", "pw": MASK, "email": "a@b.c"}
+    assert json.loads(masked) == {
+        "event": "x",
+        "dsn": "postgresql://app:***@db/x",
+        "pw": MASK,
+        "email": "a@b.c",
+    }
 
 
 def _with_password(url: str, password: str) -> str:
     parts = urlsplit(url)
     user = parts.username or "postgres"
-    return urlunsplit(parts._replace(netloc=f"{user}:{password}@{parts.hostname}:{parts.port or 5432}"))
+    return urlunsplit(
+        parts._replace(netloc=f"{user}:{password}@{parts.hostname}:{parts.port or 5432}")
+    )
 
 
 def test_password_is_masked_in_log_lines_and_tracebacks_of_the_real_logger(
@@ -184,7 +217,9 @@ def test_password_is_masked_in_log_lines_and_tracebacks_of_the_real_logger(
         "except ConnectionError:\n"
         "    log.exception('connect_failed')\n"
     )
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
     output = result.stdout + result.stderr
     assert "connect_failed" in output
     assert "ConnectionError" in output

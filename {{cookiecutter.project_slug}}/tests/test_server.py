@@ -11,14 +11,16 @@ from contextlib import asynccontextmanager
 
 import httpx
 import uvicorn
+from devdb import free_port
 from starlette.types import Receive, Scope, Send
 
-from devdb import free_port
 from {{ cookiecutter.package_name }}.server import http_config
 from {{ cookiecutter.package_name }}.settings import Settings
 
 
-def test_served_process_creates_and_reads_over_tcp(served_url: str, auth_headers: dict[str, str]) -> None:
+def test_served_process_creates_and_reads_over_tcp(
+    served_url: str, auth_headers: dict[str, str]
+) -> None:
     with httpx.Client(base_url=served_url, headers=auth_headers) as http:
         created = http.post("/{{ cookiecutter.resource_plural }}", json={"name": "over tcp", "price_cents": 5})
         assert created.status_code == 201
@@ -28,7 +30,9 @@ def test_served_process_creates_and_reads_over_tcp(served_url: str, auth_headers
     assert "server" not in fetched.headers
 
 
-def test_head_answers_the_headers_of_get_without_the_body(served_url: str, auth_headers: dict[str, str]) -> None:
+def test_head_answers_the_headers_of_get_without_the_body(
+    served_url: str, auth_headers: dict[str, str]
+) -> None:
     with httpx.Client(base_url=served_url, headers=auth_headers) as http:
         location = http.post("/{{ cookiecutter.resource_plural }}", json={"name": "head", "price_cents": 5}).headers["location"]
         got, head = http.get(location), http.head(location)
@@ -73,19 +77,28 @@ def test_pool_min_above_max_stops_the_process() -> None:
 
 
 def test_a_forwarded_allow_ips_entry_that_is_no_address_stops_the_process() -> None:
-    result = _start_with({"DATABASE_URL": "postgresql://u@127.0.0.1/db", "FORWARDED_ALLOW_IPS": "10.0.0.0/8, proxy.example"})
+    result = _start_with(
+        {
+            "DATABASE_URL": "postgresql://u@127.0.0.1/db",
+            "FORWARDED_ALLOW_IPS": "10.0.0.0/8, proxy.example",
+        }
+    )
     assert result.returncode == 2
     assert "FORWARDED_ALLOW_IPS" in result.stderr
 
 
 def test_metrics_on_the_traffic_port_stops_the_process() -> None:
-    result = _start_with({"DATABASE_URL": "postgresql://u@127.0.0.1/db", "PORT": "8000", "METRICS_PORT": "8000"})
+    result = _start_with(
+        {"DATABASE_URL": "postgresql://u@127.0.0.1/db", "PORT": "8000", "METRICS_PORT": "8000"}
+    )
     assert result.returncode == 2
     assert "METRICS_PORT" in result.stderr
 
 
 async def _ok(scope: Scope, receive: Receive, send: Send) -> None:
-    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]})
+    await send(
+        {"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]}
+    )
     await send({"type": "http.response.body", "body": b"ok"})
 
 

@@ -43,7 +43,9 @@ async def traced(
     app.state.tracing.provider.add_span_processor(SimpleSpanProcessor(exporter))
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://test", headers=auth_headers) as client:
+        async with httpx.AsyncClient(
+            transport=transport, base_url="http://test", headers=auth_headers
+        ) as client:
             yield client, exporter
 
 
@@ -58,7 +60,9 @@ async def test_a_sampled_traceparent_gets_one_request_span_and_one_per_database_
 ) -> None:
     client, exporter = traced
     _spans(exporter)
-    response = await client.post(BASE, json={"name": "traced", "price_cents": 1}, headers=SAMPLED_PARENT)
+    response = await client.post(
+        BASE, json={"name": "traced", "price_cents": 1}, headers=SAMPLED_PARENT
+    )
     assert response.status_code == 201
     spans = _spans(exporter)
     (server,) = [span for span in spans if span.kind is SpanKind.SERVER]
@@ -86,7 +90,9 @@ async def test_the_ratio_sampler_at_zero_records_no_new_trace(
     assert _spans(exporter) == []
 
 
-async def test_probes_are_not_traced(traced: tuple[httpx.AsyncClient, InMemorySpanExporter]) -> None:
+async def test_probes_are_not_traced(
+    traced: tuple[httpx.AsyncClient, InMemorySpanExporter],
+) -> None:
     client, exporter = traced
     _spans(exporter)
     await client.get("/healthz", headers=SAMPLED_PARENT)
@@ -106,7 +112,9 @@ def test_the_access_log_line_carries_the_trace_id(
 
 
 @pytest.mark.parametrize("tracing", [False, True])
-def test_the_tracing_sdk_and_instrumentation_are_imported_only_when_tracing_is_on(tracing: bool) -> None:
+def test_the_tracing_sdk_and_instrumentation_are_imported_only_when_tracing_is_on(
+    tracing: bool,
+) -> None:
     # FastAPI itself imports opentelemetry-api (its native telemetry, off without a global
     # provider); the SDK, the exporter and the instrumentations are this extra's.
     script = (
@@ -117,6 +125,8 @@ def test_the_tracing_sdk_and_instrumentation_are_imported_only_when_tracing_is_o
         "loaded = {name.split('.')[1] for name in sys.modules if name.startswith('opentelemetry.')}\n"
         "print(sorted(loaded & {'sdk', 'instrumentation', 'exporter'}))\n"
     )
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
     expected = "['instrumentation', 'sdk']" if tracing else "[]"
     assert result.stdout.strip().splitlines()[-1] == expected

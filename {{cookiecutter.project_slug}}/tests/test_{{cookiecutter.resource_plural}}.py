@@ -28,7 +28,9 @@ def assert_problem(response: httpx.Response, status: int) -> dict[str, Any]:
     return body
 
 
-async def test_create_returns_201_with_location_and_the_stored_fields(client: httpx.AsyncClient) -> None:
+async def test_create_returns_201_with_location_and_the_stored_fields(
+    client: httpx.AsyncClient,
+) -> None:
     response = await client.post(
         BASE, json={"name": "Lamp", "description": "brass", "price_cents": 4200, "quantity": 3}
     )
@@ -45,7 +47,9 @@ async def test_create_returns_201_with_location_and_the_stored_fields(client: ht
     assert body["created_at"] == body["updated_at"]
 
 
-async def test_create_defaults_quantity_to_zero_and_description_to_null(client: httpx.AsyncClient) -> None:
+async def test_create_defaults_quantity_to_zero_and_description_to_null(
+    client: httpx.AsyncClient,
+) -> None:
     body = await create(client)
     assert body["quantity"] == 0
     assert body["description"] is None
@@ -65,12 +69,16 @@ async def test_get_missing_{{ cookiecutter.resource }}_returns_404(client: httpx
 
 
 @pytest.mark.parametrize("bad_id", ["0", "-1", "abc", "1.5", "9223372036854775808"])
-async def test_get_with_an_invalid_id_returns_422_naming_it(client: httpx.AsyncClient, bad_id: str) -> None:
+async def test_get_with_an_invalid_id_returns_422_naming_it(
+    client: httpx.AsyncClient, bad_id: str
+) -> None:
     body = assert_problem(await client.get(f"{BASE}/{bad_id}"), 422)
     assert body["errors"][0]["field"] == "{{ cookiecutter.resource }}_id"
 
 
-@pytest.mark.parametrize("spelling", ["{id}.0", "+{id}", "%20{id}", "{id}%20", "0{id}", "{id}_0", "%D9%A1"])
+@pytest.mark.parametrize(
+    "spelling", ["{id}.0", "+{id}", "%20{id}", "{id}%20", "0{id}", "{id}_0", "%D9%A1"]
+)
 async def test_an_id_in_any_spelling_but_canonical_decimal_is_422_not_the_same_{{ cookiecutter.resource }}(
     client: httpx.AsyncClient, spelling: str
 ) -> None:
@@ -81,13 +89,20 @@ async def test_an_id_in_any_spelling_but_canonical_decimal_is_422_not_the_same_{
     assert "ASCII digits" in body["errors"][0]["message"]
 
 
-@pytest.mark.parametrize("query", ["limit=1_0", "limit=+5", "limit=05", "limit=%205", "limit=5.0", "after=0_1", "after=-0"])
-async def test_paging_numbers_in_any_spelling_but_canonical_decimal_are_422(client: httpx.AsyncClient, query: str) -> None:
+@pytest.mark.parametrize(
+    "query",
+    ["limit=1_0", "limit=+5", "limit=05", "limit=%205", "limit=5.0", "after=0_1", "after=-0"],
+)
+async def test_paging_numbers_in_any_spelling_but_canonical_decimal_are_422(
+    client: httpx.AsyncClient, query: str
+) -> None:
     body = assert_problem(await client.get(f"{BASE}?{query}"), 422)
     assert body["errors"][0]["field"] == query.split("=")[0]
 
 
-async def test_a_trailing_slash_is_404_never_a_redirect_built_from_host(client: httpx.AsyncClient) -> None:
+async def test_a_trailing_slash_is_404_never_a_redirect_built_from_host(
+    client: httpx.AsyncClient,
+) -> None:
     created = await create(client)
     for path in (f"{BASE}/{created['id']}/", f"{BASE}/"):
         response = await client.get(path, headers={"host": "evil.example"})
@@ -109,7 +124,9 @@ async def test_an_unsupported_method_is_405_with_allow_naming_every_method(
     assert methods - {"HEAD"} == allowed
 
 
-async def test_list_operation_documents_the_keyset_guarantee_and_its_limit(client: httpx.AsyncClient) -> None:
+async def test_list_operation_documents_the_keyset_guarantee_and_its_limit(
+    client: httpx.AsyncClient,
+) -> None:
     operation = (await client.get("/openapi.json")).json()["paths"][BASE]["get"]
     assert "exactly once" in operation["description"]
     assert "skipped" in operation["description"]
@@ -174,7 +191,9 @@ async def test_list_after_the_last_id_is_empty(client: httpx.AsyncClient) -> Non
     assert page == {"data": [], "next_after": None}
 
 
-async def test_list_with_limit_exactly_filling_the_table_end_has_no_next(client: httpx.AsyncClient) -> None:
+async def test_list_with_limit_exactly_filling_the_table_end_has_no_next(
+    client: httpx.AsyncClient,
+) -> None:
     created = await create(client)
     page = (await client.get(BASE, params={"after": created["id"] - 1, "limit": 1})).json()
     assert [row["id"] for row in page["data"]] == [created["id"]]
@@ -183,7 +202,12 @@ async def test_list_with_limit_exactly_filling_the_table_end_has_no_next(client:
 
 @pytest.mark.parametrize(
     ("params", "field"),
-    [({"limit": 0}, "limit"), ({"limit": 501}, "limit"), ({"limit": "x"}, "limit"), ({"after": -1}, "after")],
+    [
+        ({"limit": 0}, "limit"),
+        ({"limit": 501}, "limit"),
+        ({"limit": "x"}, "limit"),
+        ({"after": -1}, "after"),
+    ],
 )
 async def test_list_rejects_bad_paging_with_422(
     client: httpx.AsyncClient, params: dict[str, Any], field: str
@@ -193,7 +217,9 @@ async def test_list_rejects_bad_paging_with_422(
     assert body["errors"][0]["location"] == ["query", field]
 
 
-async def test_patch_changes_only_the_fields_sent_and_bumps_the_version(client: httpx.AsyncClient) -> None:
+async def test_patch_changes_only_the_fields_sent_and_bumps_the_version(
+    client: httpx.AsyncClient,
+) -> None:
     created = await create(client, name="Desk", description="oak", quantity=2)
     response = await client.patch(f"{BASE}/{created['id']}", json={"price_cents": 999})
     assert response.status_code == 200
@@ -234,26 +260,38 @@ async def test_patch_with_no_field_is_422_and_changes_nothing(client: httpx.Asyn
     assert (await client.get(f"{BASE}/{created['id']}")).json() == created
 
 
-async def test_integral_numbers_written_with_a_fraction_are_accepted_as_integers(client: httpx.AsyncClient) -> None:
+async def test_integral_numbers_written_with_a_fraction_are_accepted_as_integers(
+    client: httpx.AsyncClient,
+) -> None:
     response = await client.post(
-        BASE, content=b'{"name": "x", "price_cents": 4466.0, "quantity": 2.0}', headers={"content-type": "application/json"}
+        BASE,
+        content=b'{"name": "x", "price_cents": 4466.0, "quantity": 2.0}',
+        headers={"content-type": "application/json"},
     )
     assert response.status_code == 201, response.text
     assert (response.json()["price_cents"], response.json()["quantity"]) == (4466, 2)
     patched = await client.patch(
-        response.headers["location"], content=b'{"quantity": 7.0}', headers={"content-type": "application/json"}
+        response.headers["location"],
+        content=b'{"quantity": 7.0}',
+        headers={"content-type": "application/json"},
     )
     assert patched.json()["quantity"] == 7
 
 
-async def test_a_version_past_integer_range_can_still_be_updated(client: httpx.AsyncClient, database_url: str) -> None:
+async def test_a_version_past_integer_range_can_still_be_updated(
+    client: httpx.AsyncClient, database_url: str
+) -> None:
     created = await create(client)
     connection = await asyncpg.connect(database_url)
     try:
-        await connection.execute("UPDATE {{ cookiecutter.resource_plural }} SET version = 2147483647 WHERE id = $1", created["id"])
+        await connection.execute(
+            "UPDATE {{ cookiecutter.resource_plural }} SET version = 2147483647 WHERE id = $1", created["id"]
+        )
     finally:
         await connection.close()
-    response = await client.patch(f"{BASE}/{created['id']}", json={"quantity": 1}, headers={"if-match": '"2147483647"'})
+    response = await client.patch(
+        f"{BASE}/{created['id']}", json={"quantity": 1}, headers={"if-match": '"2147483647"'}
+    )
     assert response.status_code == 200, response.text
     assert response.json()["version"] == 2147483648
     assert response.headers["etag"] == '"2147483648"'
@@ -272,7 +310,9 @@ async def test_patch_with_current_if_match_succeeds(client: httpx.AsyncClient) -
     assert response.json()["quantity"] == 7
 
 
-async def test_patch_with_stale_if_match_returns_412_and_changes_nothing(client: httpx.AsyncClient) -> None:
+async def test_patch_with_stale_if_match_returns_412_and_changes_nothing(
+    client: httpx.AsyncClient,
+) -> None:
     created = await create(client)
     await client.patch(f"{BASE}/{created['id']}", json={"quantity": 1})
     response = await client.patch(
@@ -283,7 +323,9 @@ async def test_patch_with_stale_if_match_returns_412_and_changes_nothing(client:
 
 
 @pytest.mark.parametrize("header", ["1", '"1', "W/1", "null", '*, "1"'])
-async def test_patch_with_malformed_if_match_returns_400(client: httpx.AsyncClient, header: str) -> None:
+async def test_patch_with_malformed_if_match_returns_400(
+    client: httpx.AsyncClient, header: str
+) -> None:
     created = await create(client)
     response = await client.patch(
         f"{BASE}/{created['id']}", json={"quantity": 1}, headers={"if-match": header}
@@ -297,7 +339,9 @@ async def test_concurrent_patches_with_the_same_if_match_let_exactly_one_win(
     created = await create(client)
     responses = await asyncio.gather(
         *(
-            client.patch(f"{BASE}/{created['id']}", json={"quantity": n}, headers={"if-match": '"1"'})
+            client.patch(
+                f"{BASE}/{created['id']}", json={"quantity": n}, headers={"if-match": '"1"'}
+            )
             for n in range(8)
         )
     )
@@ -329,13 +373,17 @@ async def test_openapi_document_states_exactly_what_is_accepted(client: httpx.As
     components = schema["components"]["schemas"]
     update = components["{{ cookiecutter.__resource_class }}Update"]
     assert update["minProperties"] == 1
-    assert all("anyOf" not in update["properties"][name] for name in ("name", "price_cents", "quantity"))
+    assert all(
+        "anyOf" not in update["properties"][name] for name in ("name", "price_cents", "quantity")
+    )
     price = components["{{ cookiecutter.__resource_class }}Create"]["properties"]["price_cents"]
     assert (price["minimum"], price["maximum"]) == (0, 2**63 - 1)
     assert isinstance(price["maximum"], int)
     for path in schema["paths"].values():
         for operation in path.values():
             for parameter in operation.get("parameters", []):
-                assert "anyOf" not in parameter["schema"], parameter  # optional = absent, never "null"
+                assert "anyOf" not in parameter["schema"], (
+                    parameter
+                )  # optional = absent, never "null"
     by_id = schema["paths"][BASE + "/{{ '{' }}{{ cookiecutter.resource }}_id{{ '}' }}"]["get"]["parameters"][0]
     assert by_id["schema"]["pattern"] == "^[1-9][0-9]{0,18}$"

@@ -13,9 +13,9 @@ from . import __version__, health
 {%- if cookiecutter.auth == "jwt" %}
 from .auth import verifying_tokens
 {%- endif %}
-from .{{ cookiecutter.resource_plural }} import routes as {{ cookiecutter.resource_plural }}
 from .db import Database
 from .errors import install_error_handlers
+from .{{ cookiecutter.resource_plural }} import routes as {{ cookiecutter.resource_plural }}
 from .middleware import middleware_stack
 from .observability.logging import configure_logging
 from .observability.metrics import Metrics
@@ -44,7 +44,7 @@ def _tracing(settings: Settings) -> "Tracing | None":
     if not settings.tracing:
         return None
     # Only here: with TRACING off, OpenTelemetry (an optional extra) is never imported.
-    from .observability.tracing import Tracing  # noqa: PLC0415
+    from .observability.tracing import Tracing
 
     return Tracing(settings)
 

@@ -21,7 +21,6 @@ else:
     _BaseConnection = asyncpg.Connection
 
 
-
 class NoResetConnection(_BaseConnection):
     """Skip the reset query (advisory unlock, CLOSE ALL, UNLISTEN, RESET ALL) on release.
 

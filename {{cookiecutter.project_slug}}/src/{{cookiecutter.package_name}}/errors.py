@@ -124,7 +124,9 @@ def _allowed_methods(request: Request) -> list[str]:
     return [
         method
         for method in _METHODS
-        if any(route.matches({**request.scope, "method": method})[0] == Match.FULL for route in routes)
+        if any(
+            route.matches({**request.scope, "method": method})[0] == Match.FULL for route in routes
+        )
     ]
 
 
@@ -133,7 +135,9 @@ async def _problem_error(request: Request, exc: Exception) -> ProblemResponse:
     return problem(exc.status, exc.detail, headers=exc.headers)
 
 
-def _retry_shortly(event: str, detail: str) -> Callable[[Request, Exception], Awaitable[ProblemResponse]]:
+def _retry_shortly(
+    event: str, detail: str
+) -> Callable[[Request, Exception], Awaitable[ProblemResponse]]:
     """A handler answering 503 with Retry-After: the request is safe to retry, the client did
     nothing wrong."""
 

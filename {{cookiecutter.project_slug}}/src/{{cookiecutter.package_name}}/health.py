@@ -29,5 +29,7 @@ async def readyz(request: Request) -> Response:
         await request.app.state.db.ping(READINESS_TIMEOUT_SECONDS)
     except Exception as exc:  # any failure means "not ready"; the reason goes to the log only
         logger.warning("not_ready", error=type(exc).__name__)
-        return problem(503, "The database is not answering.", headers={"Retry-After": RETRY_AFTER_SECONDS})
+        return problem(
+            503, "The database is not answering.", headers={"Retry-After": RETRY_AFTER_SECONDS}
+        )
     return JSONBytesResponse(_OK)

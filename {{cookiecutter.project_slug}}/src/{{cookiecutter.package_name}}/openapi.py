@@ -96,7 +96,9 @@ def _document(operation: dict[str, Any]) -> None:
         _without_null(parameter)
     responses: dict[str, Any] = operation.setdefault("responses", {})
     added = {**_ALWAYS}
-    if "requestBody" in operation or any(p.get("in") == "header" for p in operation.get("parameters", [])):
+    if "requestBody" in operation or any(
+        p.get("in") == "header" for p in operation.get("parameters", [])
+    ):
         added = {**_WITH_BODY, **added}
     for requirement in operation.get("security", []):
         added = {**_SECURED, **(_SCOPED if any(requirement.values()) else {}), **added}

@@ -22,13 +22,12 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 import structlog
-from fastapi import params
+from fastapi import FastAPI, params
 from fastapi import routing as fastapi_routing
 from fastapi.datastructures import DefaultPlaceholder
 from fastapi.dependencies.models import Dependant
 from fastapi.dependencies.utils import request_body_to_args, solve_dependencies
 from fastapi.exceptions import RequestValidationError
-from fastapi import FastAPI
 from fastapi.routing import APIRoute, iter_route_contexts
 from pydantic_core import PydanticUndefined
 from starlette.exceptions import HTTPException

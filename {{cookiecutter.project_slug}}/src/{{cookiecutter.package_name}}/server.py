@@ -61,7 +61,9 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         if self._awaiting_head:
             self._streamed_head_bytes += len(data)
         super().data_received(data)
-        if self._refused or (self._awaiting_head and self._streamed_head_bytes > self.max_head_bytes):
+        if self._refused or (
+            self._awaiting_head and self._streamed_head_bytes > self.max_head_bytes
+        ):
             self._refuse_head()
         elif self._awaiting_head and self._head_timer is None and self._idle():
             # Bytes of a head arrived but not all of it: the deadline starts now.
@@ -77,7 +79,11 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self._streamed_head_bytes = 0
         headers = self.headers
         # Request target and header fields, each with its ": " and CRLF.
-        size = len(self.url) + sum(len(name) + len(value) for name, value in headers) + 4 * len(headers)
+        size = (
+            len(self.url)
+            + sum(len(name) + len(value) for name, value in headers)
+            + 4 * len(headers)
+        )
         if size > self.max_head_bytes or len(headers) > self.max_headers:
             self._refused = True  # answered once the parser returns, see data_received
             return

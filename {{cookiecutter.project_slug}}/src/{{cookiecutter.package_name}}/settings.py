@@ -4,8 +4,20 @@ import ipaddress
 import os
 from pathlib import Path
 from typing import Annotated, Literal, Self
+{%- if cookiecutter.auth == "jwt" %}
 
-from pydantic import {% if cookiecutter.auth == "jwt" %}AnyHttpUrl, {% endif %}Field, PostgresDsn, ValidationError, field_validator, model_validator
+from pydantic import (
+    AnyHttpUrl,
+    Field,
+    PostgresDsn,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+{%- else %}
+
+from pydantic import Field, PostgresDsn, ValidationError, field_validator, model_validator
+{%- endif %}
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -120,7 +132,10 @@ class Settings(BaseSettings):
         description="Serve /docs, /redoc and /openapi.json when APP_ENV=prod too (always in dev, test).",
     )
     metrics_port: int = Field(
-        9090, ge=0, le=65535, description="Port of the /metrics listener, apart from traffic; 0 = none."
+        9090,
+        ge=0,
+        le=65535,
+        description="Port of the /metrics listener, apart from traffic; 0 = none.",
     )
     access_log: Literal["all", "errors", "off"] = Field(
         "all", description="Access log lines: every request, only 4xx/5xx and slow ones, or none."
@@ -137,7 +152,8 @@ class Settings(BaseSettings):
 
     # CORS: no layer at all unless origins are listed.
     cors_allow_origins: CommaList = Field(
-        [], description="Comma-separated origins allowed to call the API from a browser; empty = no CORS."
+        [],
+        description="Comma-separated origins allowed to call the API from a browser; empty = no CORS.",
     )
     cors_allow_methods: CommaList = Field(
         ["GET", "POST", "PATCH", "DELETE"], description="Methods a cross-origin request may use."
@@ -155,9 +171,7 @@ class Settings(BaseSettings):
     tracing: bool = Field(
         False, description="Trace requests and database calls with OpenTelemetry (extra `tracing`)."
     )
-    otel_service_name: str = Field(
-        "{{ cookiecutter.project_slug }}", description="service.name of the traces."
-    )
+    otel_service_name: str = Field("{{ cookiecutter.project_slug }}", description="service.name of the traces.")
     otel_traces_sampler: Literal[
         "parentbased_traceidratio",
         "traceidratio",
@@ -195,9 +209,7 @@ class Settings(BaseSettings):
     jwt_jwks_url: AnyHttpUrl | None = Field(
         None, description="The issuer's JWKS (jwks_uri); required unless APP_ENV=dev."
     )
-    jwt_read_scope: str = Field(
-        "{{ cookiecutter.resource_plural }}:read", description="Scope a token needs to read."
-    )
+    jwt_read_scope: str = Field("{{ cookiecutter.resource_plural }}:read", description="Scope a token needs to read.")
     jwt_write_scope: str = Field(
         "{{ cookiecutter.resource_plural }}:write",
         description="Scope a token needs to create, change or delete.",
@@ -268,7 +280,9 @@ class Settings(BaseSettings):
         if self.pool_min_size > self.pool_max_size:
             raise ValueError("POOL_MIN_SIZE must not exceed POOL_MAX_SIZE")
         if self.metrics_port == self.port:
-            raise ValueError("METRICS_PORT must differ from PORT: metrics stay off the traffic port")
+            raise ValueError(
+                "METRICS_PORT must differ from PORT: metrics stay off the traffic port"
+            )
         if self.database_url is None and self.app_env != "dev":
             raise ValueError("DATABASE_URL is required unless APP_ENV=dev")
 {%- if cookiecutter.auth == "api_key" %}
@@ -296,7 +310,9 @@ class Settings(BaseSettings):
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         # Arguments first, then the environment, then a file per setting in SECRETS_DIR.
         folder = Path(os.environ.get("SECRETS_DIR", SECRETS_DIR))
-        files = (SecretsSettingsSource(settings_cls, secrets_dir=folder),) if folder.is_dir() else ()
+        files = (
+            (SecretsSettingsSource(settings_cls, secrets_dir=folder),) if folder.is_dir() else ()
+        )
         return init_settings, env_settings, *files
 
     @property

@@ -41,7 +41,9 @@ class AdmissionMiddleware:
         if self.in_flight >= self.limit:
             self._refused.inc()
             # A fresh header list each time: outer layers may append to it.
-            await send({"type": "http.response.start", "status": 503, "headers": list(self._headers)})
+            await send(
+                {"type": "http.response.start", "status": 503, "headers": list(self._headers)}
+            )
             await send({"type": "http.response.body", "body": self._body})
             return
         self.in_flight += 1

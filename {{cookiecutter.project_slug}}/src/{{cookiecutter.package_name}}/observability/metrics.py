@@ -55,7 +55,9 @@ class Metrics:
             registry=self.registry,
         )
         self.admission_limit = Gauge(
-            "http_admission_limit", "MAX_IN_FLIGHT: requests served at once.", registry=self.registry
+            "http_admission_limit",
+            "MAX_IN_FLIGHT: requests served at once.",
+            registry=self.registry,
         )
         self.admission_refused = Counter(
             "http_admission_refused",

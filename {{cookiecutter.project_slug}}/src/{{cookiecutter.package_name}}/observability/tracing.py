@@ -65,7 +65,7 @@ class Tracing:
             sampler=_sampler(settings),
         )
         if settings.otel_traces_exporter == "otlp":
-            from opentelemetry.exporter.otlp.proto.http.trace_exporter import (  # noqa: PLC0415
+            from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
                 OTLPSpanExporter,
             )
 

@@ -4,7 +4,6 @@ from ..db import Connection, Record
 from . import sql
 from .schemas import {{ cookiecutter.__resource_class }}Create, {{ cookiecutter.__resource_class }}Update
 
-
 # Reads and writes return a record of (version, body): body is the JSON document, built by
 # PostgreSQL; create adds the id for the Location header.
 

@@ -4,10 +4,10 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
+from .. import conditional
 {%- if cookiecutter.auth != "none" %}
 from ..auth import READ, WRITE
 {%- endif %}
-from .. import conditional
 from ..conditional import IfMatch, IfNoneMatch
 from ..db import Database, Record
 from ..errors import ProblemError
@@ -164,9 +164,7 @@ async def update_{{ cookiecutter.resource }}(
     dependencies=WRITE,
 {%- endif %}
 )
-async def delete_{{ cookiecutter.resource }}(
-    {{ cookiecutter.resource }}_id: {{ cookiecutter.__resource_class }}Id, request: Request, if_match: IfMatch = None
-) -> Response:
+async def delete_{{ cookiecutter.resource }}({{ cookiecutter.resource }}_id: {{ cookiecutter.__resource_class }}Id, request: Request, if_match: IfMatch = None) -> Response:
     expected = conditional.versions_matching(if_match, required=_if_match_required(request))
     async with _db(request).connection() as connection:
         deleted = await repository.delete_{{ cookiecutter.resource }}(

@@ -5,7 +5,15 @@ from datetime import datetime
 from typing import Annotated, Any, Self
 
 from fastapi import Path, Query
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
 
 INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
@@ -47,7 +55,9 @@ def _canonical_digits(pattern: str) -> BeforeValidator:
 
     def check(value: object) -> object:
         if isinstance(value, str) and digits.fullmatch(value) is None:
-            raise ValueError("must be ASCII digits without sign, leading zeros, separators or spaces")
+            raise ValueError(
+                "must be ASCII digits without sign, leading zeros, separators or spaces"
+            )
         return value
 
     return BeforeValidator(check)
@@ -69,7 +79,9 @@ Name = Annotated[
 ]
 Description = Annotated[
     str,
-    Field(max_length=2000, json_schema_extra={"pattern": r"^[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]*$"}),
+    Field(
+        max_length=2000, json_schema_extra={"pattern": r"^[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]*$"}
+    ),
     AfterValidator(_no_nul_or_stray_controls),
 ]
 # Constraints before the validators: pydantic then keeps them on the integer (minimum/maximum in
@@ -90,7 +102,12 @@ Quantity = Annotated[int, Field(ge=0, le=INT32_MAX), BeforeValidator(_integral)]
 ]
 PageLimit = Annotated[
     int,
-    Query(ge=1, le=500, description="Page size, 1 to 500.", json_schema_extra={"pattern": POSITIVE_DECIMAL}),
+    Query(
+        ge=1,
+        le=500,
+        description="Page size, 1 to 500.",
+        json_schema_extra={"pattern": POSITIVE_DECIMAL},
+    ),
     _canonical_digits(POSITIVE_DECIMAL),
 ]
 PageAfter = Annotated[
@@ -151,7 +168,9 @@ class {{ cookiecutter.__resource_class }}Update(BaseModel):
     @model_validator(mode="after")
     def _reject_no_change(self) -> Self:
         if not self.model_fields_set:
-            raise ValueError("no field to change: send at least one of " + ", ".join(type(self).model_fields))
+            raise ValueError(
+                "no field to change: send at least one of " + ", ".join(type(self).model_fields)
+            )
         return self
 
 
@@ -168,6 +187,6 @@ class {{ cookiecutter.__resource_class }}(BaseModel):
 
 class {{ cookiecutter.__resource_class }}Page(BaseModel):
     data: list[{{ cookiecutter.__resource_class }}]
-    next_after: int | None = Field(description="Pass as ?after= for the next page; null at the end.")
-
-
+    next_after: int | None = Field(
+        description="Pass as ?after= for the next page; null at the end."
+    )
