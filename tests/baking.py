@@ -12,6 +12,8 @@ from cookiecutter.main import cookiecutter
 
 TEMPLATE = Path(__file__).resolve().parents[1]
 VENV_BIN = Path(sys.executable).parent
+# A baked project's own suite, run with `run`, leaving no pytest cache in the bake.
+PYTEST = (sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider")
 
 
 def bake(output_dir: Path, **context: Any) -> Path:

@@ -10,16 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from .faults import (
-    ITEMS,
-    Load,
-    Outcome,
-    Postgres,
-    create_item,
-    steady_load,
-    timed,
-    wait_for,
-)
+from . import faults
 from .figures import Figures, percentile
 from .serving import Served
 
@@ -27,7 +18,7 @@ pytestmark = pytest.mark.slow
 
 
 def test_database_outage_fails_fast_with_503_and_recovers_without_a_restart(
-    serve: Callable[..., Served], stoppable_postgres: Postgres, figures: Figures
+    serve: Callable[..., Served], stoppable_postgres: faults.Postgres, figures: Figures
 ) -> None:
     served = serve(
         POOL_MIN_SIZE="4", POOL_MAX_SIZE="8", POOL_ACQUIRE_TIMEOUT="1", STATEMENT_TIMEOUT_MS="2000"
@@ -36,12 +27,12 @@ def test_database_outage_fails_fast_with_503_and_recovers_without_a_restart(
 
     async def scenario() -> dict[str, Any]:
         async with httpx.AsyncClient(base_url=served.url, timeout=30) as http:
-            item = await create_item(http, "outage")
-            load, stop = Load(), asyncio.Event()
+            item = await faults.create_item(http, "outage")
+            load, stop = faults.Load(), asyncio.Event()
             probes: list[tuple[float, str, int]] = []
 
-            async def read(client: httpx.AsyncClient, began: float, _: int) -> Outcome:
-                return await timed(client, "GET", f"{ITEMS}/{item}", began)
+            async def read(client: httpx.AsyncClient, began: float, _: int) -> faults.Outcome:
+                return await faults.timed(client, "GET", f"{faults.ITEMS}/{item}", began)
 
             async def probe() -> None:
                 while not stop.is_set():
@@ -51,7 +42,7 @@ def test_database_outage_fails_fast_with_503_and_recovers_without_a_restart(
                     await asyncio.sleep(0.05)
 
             began = time.monotonic()
-            traffic = asyncio.gather(steady_load(served.url, read, stop, 8, load), probe())
+            traffic = asyncio.gather(faults.steady_load(served.url, read, stop, 8, load), probe())
             await asyncio.sleep(1.0)  # healthy traffic before the fault
             stop_began = time.monotonic()
             await asyncio.to_thread(stoppable_postgres.server.stop, "fast")
@@ -68,7 +59,7 @@ def test_database_outage_fails_fast_with_503_and_recovers_without_a_restart(
                 ]
                 return bool(ready) and ready[-1] == 200 and bool(reads)
 
-            recovery = await wait_for(serving_again, within=15)
+            recovery = await faults.wait_for(serving_again, within=15)
             await asyncio.sleep(1.0)  # normal traffic after recovery
             stop.set()
             await traffic

@@ -14,7 +14,7 @@ import httpx
 import psutil
 import pytest
 
-from .faults import ITEMS
+from . import faults
 from .figures import Figures, percentile
 from .serving import PINNED, Served
 
@@ -56,8 +56,8 @@ def test_overload_at_5x_the_in_flight_limit_is_shed_with_fast_503s(
         MAX_IN_FLIGHT=str(limit), POOL_MIN_SIZE="4", POOL_MAX_SIZE="8", LOG_LEVEL="error"
     )
     with httpx.Client(base_url=served.url, timeout=10) as http:
-        created = http.post(ITEMS, json={"name": "hot", "price_cents": 1})
-        target = f"{served.url}{ITEMS}/{created.json()['id']}"
+        created = http.post(faults.ITEMS, json={"name": "hot", "price_cents": 1})
+        target = f"{served.url}{faults.ITEMS}/{created.json()['id']}"
         baseline = _hey(target, limit // 2, 2.0)  # below the limit: what admitted requests cost
         rss_before = psutil.Process(served.process.pid).memory_info().rss
         sampler = _RssSampler(served.process.pid)
@@ -65,7 +65,7 @@ def test_overload_at_5x_the_in_flight_limit_is_shed_with_fast_503s(
         burst = _hey(target, 5 * limit, seconds)
         sampler.halt.set()
         sampler.join()
-        after = [http.get(f"{ITEMS}/{created.json()['id']}") for _ in range(200)]
+        after = [http.get(f"{faults.ITEMS}/{created.json()['id']}") for _ in range(200)]
         ready = http.get("/readyz").status_code
 
     statuses = Counter(status for _, status, _ in burst)

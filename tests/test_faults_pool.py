@@ -12,17 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from .faults import (
-    APPLICATION_NAME,
-    ITEMS,
-    PROBLEM,
-    Postgres,
-    create_item,
-    row_locked,
-    timed,
-    wait_for,
-    waiting_on_a_lock,
-)
+from . import faults
 from .figures import Figures
 from .serving import Served, fetch
 
@@ -30,34 +20,42 @@ pytestmark = pytest.mark.slow
 
 
 def test_exhausted_pool_answers_503_with_retry_after_within_the_acquire_timeout(
-    serve: Callable[..., Served], stoppable_postgres: Postgres, figures: Figures
+    serve: Callable[..., Served], stoppable_postgres: faults.Postgres, figures: Figures
 ) -> None:
     acquire_timeout = 1.0
-    served = serve(
-        POOL_MIN_SIZE="2",
-        POOL_MAX_SIZE="2",
-        POOL_ACQUIRE_TIMEOUT=str(acquire_timeout),
-        STATEMENT_TIMEOUT_MS="20000",
-    )
+    served = serve(POOL_MIN_SIZE="2", POOL_MAX_SIZE="2", POOL_ACQUIRE_TIMEOUT=str(acquire_timeout),
+                   STATEMENT_TIMEOUT_MS="20000")  # fmt: skip
 
     async def scenario() -> dict[str, Any]:
         async with httpx.AsyncClient(base_url=served.url, timeout=30) as http:
-            held, other = await create_item(http, "held"), await create_item(http, "other")
-            async with row_locked(stoppable_postgres.url, held):
+            held, other = (
+                await faults.create_item(http, "held"),
+                await faults.create_item(http, "other"),
+            )
+            async with faults.row_locked(stoppable_postgres.url, held):
                 # Two PATCHes wait on the lock and hold both pooled connections, as slow queries do.
                 patches = [
-                    asyncio.ensure_future(http.patch(f"{ITEMS}/{held}", json={"quantity": n}))
+                    asyncio.ensure_future(
+                        http.patch(f"{faults.ITEMS}/{held}", json={"quantity": n})
+                    )
                     for n in (1, 2)
                 ]
-                await wait_for(lambda: waiting_on_a_lock(stoppable_postgres.url, 2), within=10)
+                await faults.wait_for(
+                    lambda: faults.waiting_on_a_lock(stoppable_postgres.url, 2), within=10
+                )
                 began = time.monotonic()
                 reads = asyncio.gather(
-                    *(timed(http, "GET", f"{ITEMS}/{other}", began) for _ in range(10))
+                    *(
+                        faults.timed(http, "GET", f"{faults.ITEMS}/{other}", began)
+                        for _ in range(10)
+                    )
                 )
-                health = asyncio.gather(*(timed(http, "GET", "/healthz", began) for _ in range(5)))
+                health = asyncio.gather(
+                    *(faults.timed(http, "GET", "/healthz", began) for _ in range(5))
+                )
                 starved, healthz = await asyncio.gather(reads, health)
             patched = await asyncio.gather(*patches)
-            after = await http.get(f"{ITEMS}/{other}")
+            after = await http.get(f"{faults.ITEMS}/{other}")
 
         waits = [o.seconds for o in starved]
         assert [o.status for o in starved] == [503] * 10
@@ -82,30 +80,27 @@ def test_exhausted_pool_answers_503_with_retry_after_within_the_acquire_timeout(
 
 
 def test_statement_timeout_cancels_the_query_answers_503_and_keeps_the_connection(
-    serve: Callable[..., Served], stoppable_postgres: Postgres, figures: Figures
+    serve: Callable[..., Served], stoppable_postgres: faults.Postgres, figures: Figures
 ) -> None:
     timeout_ms = 500
-    served = serve(
-        POOL_MIN_SIZE="1",
-        POOL_MAX_SIZE="1",
-        STATEMENT_TIMEOUT_MS=str(timeout_ms),
-        POOL_ACQUIRE_TIMEOUT="3",
-    )
+    # One pooled connection: the test checks it is the same one after the cancel.
+    served = serve(STATEMENT_TIMEOUT_MS=str(timeout_ms), POOL_MIN_SIZE="1", POOL_MAX_SIZE="1",
+                   POOL_ACQUIRE_TIMEOUT="3")  # fmt: skip
 
     async def scenario() -> dict[str, Any]:
         async with httpx.AsyncClient(base_url=served.url, timeout=30) as http:
-            item = await create_item(http, "slow")
+            item = await faults.create_item(http, "slow")
             before = await _service_backends(stoppable_postgres.url)
-            async with row_locked(stoppable_postgres.url, item):
+            async with faults.row_locked(stoppable_postgres.url, item):
                 began = time.monotonic()
-                cancelled = await http.patch(f"{ITEMS}/{item}", json={"quantity": 9})
+                cancelled = await http.patch(f"{faults.ITEMS}/{item}", json={"quantity": 9})
                 elapsed = time.monotonic() - began
-            after_patch = await http.patch(f"{ITEMS}/{item}", json={"quantity": 5})
+            after_patch = await http.patch(f"{faults.ITEMS}/{item}", json={"quantity": 5})
             ready = await http.get("/readyz")
             after = await _service_backends(stoppable_postgres.url)
 
         assert cancelled.status_code == 503, cancelled.text
-        assert cancelled.headers["content-type"] == PROBLEM
+        assert cancelled.headers["content-type"] == faults.PROBLEM
         assert cancelled.headers["retry-after"].isdigit()
         assert "statement timeout" in cancelled.json()["detail"]
         assert timeout_ms / 1000 * 0.9 <= elapsed < timeout_ms / 1000 + 1.5
@@ -132,6 +127,6 @@ async def _service_backends(url: str) -> set[int]:
         url,
         "SELECT pid FROM pg_stat_activity"
         " WHERE application_name = $1 AND backend_type = 'client backend'",
-        APPLICATION_NAME,
+        faults.APPLICATION_NAME,
     )
     return {int(row["pid"]) for row in rows}

@@ -12,19 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from .faults import (
-    APPLICATION_NAME,
-    ITEMS,
-    Load,
-    Outcome,
-    Postgres,
-    create_item,
-    row_locked,
-    steady_load,
-    timed,
-    wait_for,
-    waiting_on_a_lock,
-)
+from . import faults
 from .figures import Figures
 from .serving import Served, fetch
 
@@ -32,7 +20,7 @@ pytestmark = pytest.mark.slow
 
 
 def test_sigterm_under_write_load_completes_in_flight_requests_and_loses_no_acknowledged_write(
-    serve: Callable[..., Served], stoppable_postgres: Postgres, figures: Figures
+    serve: Callable[..., Served], stoppable_postgres: faults.Postgres, figures: Figures
 ) -> None:
     grace = 10.0
     served = serve(
@@ -43,10 +31,10 @@ def test_sigterm_under_write_load_completes_in_flight_requests_and_loses_no_ackn
 
     async def scenario() -> dict[str, Any]:
         async with httpx.AsyncClient(base_url=served.url, timeout=30) as http:
-            held = await create_item(http, "in flight at shutdown")
-            load, stop = Load(), asyncio.Event()
+            held = await faults.create_item(http, "in flight at shutdown")
+            load, stop = faults.Load(), asyncio.Event()
 
-            async def write(client: httpx.AsyncClient, began: float, worker: int) -> Outcome:
+            async def write(client: httpx.AsyncClient, began: float, worker: int) -> faults.Outcome:
                 sent[worker] += 1
                 number = sent[worker]
                 name = f"shutdown-{worker}-{number}"
@@ -55,23 +43,25 @@ def test_sigterm_under_write_load_completes_in_flight_requests_and_loses_no_ackn
                     "price_cents": worker * 1_000_000 + number,
                     "quantity": number,
                 }
-                outcome = await timed(client, "POST", ITEMS, began, json=body)
+                outcome = await faults.timed(client, "POST", faults.ITEMS, began, json=body)
                 if outcome.status == 201:
                     acknowledged[name] = number
                 return outcome
 
-            async with row_locked(stoppable_postgres.url, held):
+            async with faults.row_locked(stoppable_postgres.url, held):
                 traffic = asyncio.ensure_future(
-                    steady_load(served.url, write, stop, 8, load, stop_on_refusal=True)
+                    faults.steady_load(served.url, write, stop, 8, load, stop_on_refusal=True)
                 )
                 in_flight = asyncio.ensure_future(
-                    http.patch(f"{ITEMS}/{held}", json={"quantity": 7})
+                    http.patch(f"{faults.ITEMS}/{held}", json={"quantity": 7})
                 )
-                await wait_for(lambda: waiting_on_a_lock(stoppable_postgres.url, 1), within=10)
+                await faults.wait_for(
+                    lambda: faults.waiting_on_a_lock(stoppable_postgres.url, 1), within=10
+                )
                 await asyncio.sleep(1.5)  # steady writes before the signal
                 served.process.send_signal(signal.SIGTERM)
                 signalled = time.monotonic()
-                refused_after = await wait_for(lambda: _refused(served.port), within=3)
+                refused_after = await faults.wait_for(lambda: _refused(served.port), within=3)
                 assert served.process.poll() is None, "exited before its in-flight request finished"
                 assert not in_flight.done()
                 await asyncio.sleep(1.0)  # the in-flight request is still waiting on the lock
@@ -90,7 +80,7 @@ def test_sigterm_under_write_load_completes_in_flight_requests_and_loses_no_ackn
         connections = await fetch(
             stoppable_postgres.url,
             "SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = $1",
-            APPLICATION_NAME,
+            faults.APPLICATION_NAME,
         )
         held_row = await fetch(
             stoppable_postgres.url, "SELECT quantity, version FROM items WHERE id = $1", held
@@ -101,7 +91,7 @@ def test_sigterm_under_write_load_completes_in_flight_requests_and_loses_no_ackn
         }  # fmt: skip
 
     result = asyncio.run(scenario())
-    load: Load = result["load"]
+    load: faults.Load = result["load"]
     found = {row["name"]: row for row in result["rows"]}
     unanswered = [o for o in load.outcomes if o.status is None and o.error != "ConnectError"]
     assert result["finished"].status_code == 200  # in flight at SIGTERM, completed

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from .baking import TEMPLATE, bake, run
+from .baking import PYTEST, TEMPLATE, bake, run
 
 VARIANTS: dict[str, dict[str, Any]] = {
     "default": {},
@@ -124,16 +124,7 @@ def test_variant_passes_its_own_suite_on_postgres(
     variant: tuple[Path, dict[str, Any]], postgres_url: str
 ) -> None:
     project, _ = variant
-    result = run(
-        project,
-        sys.executable,
-        "-m",
-        "pytest",
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        DATABASE_URL=postgres_url,
-    )
+    result = run(project, *PYTEST, DATABASE_URL=postgres_url)
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-2000:]
     assert " passed" in result.stdout
 

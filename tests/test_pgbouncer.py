@@ -11,7 +11,6 @@ import pwd
 import shutil
 import stat
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +21,7 @@ import asyncpg
 import psycopg
 import pytest
 
-from .baking import load_dev_module, load_module, run
+from .baking import PYTEST, load_dev_module, load_module, run
 
 PGBOUNCER = shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"
 # PgBouncer refuses to run as root; devdb creates this user to run PostgreSQL the same way.
@@ -186,18 +185,9 @@ def test_service_passes_its_crud_suite_through_pgbouncer_in_transaction_mode(
         for path in (tests / "test_items.py", tests / "test_health.py")
     ]
     result = run(
-        default_project,
-        sys.executable,
-        "-m",
-        "pytest",
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        *suites,
-        DATABASE_URL=pgbouncer_url,
-        STATEMENT_CACHE_SIZE="0",
+        default_project, *PYTEST, *suites, DATABASE_URL=pgbouncer_url, STATEMENT_CACHE_SIZE="0",
         timeout=240,
-    )
+    )  # fmt: skip
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-2000:]
     assert " passed" in result.stdout
     assert "skipped" not in result.stdout
