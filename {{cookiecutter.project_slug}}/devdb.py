@@ -122,7 +122,7 @@ class ThrowawayPostgres:
 
 
 def _run_until_done(command: list[str], env: dict[str, str]) -> int:
-    """Run `command`; on SIGTERM or Ctrl-C stop it first, so that nothing outlives us."""
+    """Run `command` until it exits; a SIGTERM sent to us is passed on to it."""
     child = subprocess.Popen(command, env=env)
 
     def _forward(signum: int, frame: object) -> None:
@@ -133,7 +133,9 @@ def _run_until_done(command: list[str], env: dict[str, str]) -> int:
         try:
             return child.wait()
         except KeyboardInterrupt:
-            child.send_signal(signal.SIGINT)
+            # The terminal sent the same SIGINT to the command (one process group); sending it
+            # again would be a second Ctrl-C, which makes uvicorn skip its graceful shutdown.
+            continue
 
 
 def main(argv: list[str] | None = None) -> int:

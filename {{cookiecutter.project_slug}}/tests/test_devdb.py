@@ -1,0 +1,81 @@
+"""devdb (`make dev`): a Ctrl-C reaches the command once, and PostgreSQL stops after it."""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from .conftest import PROJECT_ROOT
+
+# Stands in for the server: connects, says so, and on Ctrl-C still works in the database for a
+# second (as uvicorn's shutdown drains requests and closes its pool), then says how many
+# interrupts it got.
+COMMAND = """
+import asyncio, os, signal, asyncpg
+
+async def main() -> None:
+    connection = await asyncpg.connect(os.environ["DATABASE_URL"])
+    interrupts = asyncio.Queue()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGINT, interrupts.put_nowait, 1)
+    print("ready", flush=True)
+    await interrupts.get()
+    await connection.execute("SELECT pg_sleep(1)")
+    print("interrupts:", 1 + interrupts.qsize(), flush=True)
+    await connection.close()
+
+asyncio.run(main())
+"""
+
+
+@pytest.fixture
+def data_dir() -> Iterator[Path]:
+    # Outside pytest's temporary root, which a concurrent pytest session may reset.
+    folder = Path(tempfile.mkdtemp(prefix="devdb-test-"))
+    yield folder / "data"
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _postmaster_pid(data_dir: Path) -> int:
+    return int((data_dir / "postmaster.pid").read_text().split()[0])
+
+
+def test_ctrl_c_reaches_the_command_once_and_postgres_stops_after_it(data_dir: Path) -> None:
+    devdb = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "devdb",
+            "--dir",
+            str(data_dir),
+            "--",
+            sys.executable,
+            "-c",
+            COMMAND,
+        ],
+        cwd=PROJECT_ROOT,
+        env={key: value for key, value in os.environ.items() if key != "DATABASE_URL"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # a process group like a terminal's, signalled as one below
+    )
+    try:
+        assert devdb.stdout is not None
+        assert devdb.stdout.readline().strip() == "ready"
+        # pg_ctl starts PostgreSQL in a session of its own: the terminal's Ctrl-C never reaches it.
+        assert os.getsid(_postmaster_pid(data_dir)) != os.getsid(devdb.pid)
+        os.killpg(devdb.pid, signal.SIGINT)
+        out, err = devdb.communicate(timeout=60)
+    finally:
+        if devdb.poll() is None:
+            os.killpg(devdb.pid, signal.SIGKILL)
+    # A second SIGINT would be a second Ctrl-C: uvicorn would skip its graceful shutdown.
+    assert out.strip() == "interrupts: 1", err
+    assert devdb.returncode == 0, err
+    assert not (data_dir / "postmaster.pid").exists()  # and PostgreSQL was stopped after it
