@@ -16,6 +16,7 @@ import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -34,6 +35,8 @@ from .issuer import Issuer
 {%- endif %}
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
+BASE = "/{{ cookiecutter.resource_plural }}"
+PROBLEM = "application/problem+json"
 {%- if cookiecutter.auth == "api_key" %}
 API_KEY = "test-" + secrets.token_urlsafe(24)
 {%- endif %}
@@ -44,22 +47,38 @@ def with_database(url: str, name: str) -> str:
     return urlunsplit(parts._replace(path=f"/{name}"))
 
 
-async def _execute(url: str, statement: str) -> None:
+async def fetch_value(url: str, query: str, *args: object) -> Any:
+    """The first value `query` returns (None for a command), run on a connection of its own:
+    outside the app's pool, and outside any transaction."""
     connection = await asyncpg.connect(url)
     try:
-        await connection.execute(statement)
+        return await connection.fetchval(query, *args)
     finally:
         await connection.close()
 
 
 async def count_rows(database_url: str) -> int:
-    """Rows in the resource table, read on a connection of its own (outside the app's pool)."""
-    connection = await asyncpg.connect(database_url)
-    try:
-        count: int = await connection.fetchval("SELECT count(*) FROM {{ cookiecutter.resource_plural }}")
-        return count
-    finally:
-        await connection.close()
+    """Rows in the resource table."""
+    count: int = await fetch_value(database_url, "SELECT count(*) FROM {{ cookiecutter.resource_plural }}")
+    return count
+
+
+async def create(client: httpx.AsyncClient, **fields: Any) -> dict[str, Any]:
+    """A new row through the API (a widget at 100 cents unless `fields` say otherwise)."""
+    response = await client.post(BASE, json={"name": "widget", "price_cents": 100, **fields})
+    assert response.status_code == 201, response.text
+    body: dict[str, Any] = response.json()
+    return body
+
+
+def assert_problem(response: httpx.Response, status: int) -> dict[str, Any]:
+    """The response is a problem+json answer of `status`; returns its body."""
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"] == PROBLEM
+    body: dict[str, Any] = response.json()
+    assert {"type", "title", "status", "detail"} <= body.keys()
+    assert body["status"] == status
+    return body
 
 
 @pytest.fixture(scope="session")
@@ -81,7 +100,7 @@ def server_url() -> Iterator[str]:
 @pytest.fixture(scope="session")
 def database_url(server_url: str) -> Iterator[str]:
     name = f"test_{{ cookiecutter.package_name }}_{secrets.token_hex(4)}"
-    asyncio.run(_execute(server_url, f'CREATE DATABASE "{name}"'))
+    asyncio.run(fetch_value(server_url, f'CREATE DATABASE "{name}"'))
     url = with_database(server_url, name)
     subprocess.run(
         [sys.executable, "-m", "alembic", "upgrade", "head"],
@@ -91,7 +110,7 @@ def database_url(server_url: str) -> Iterator[str]:
         capture_output=True,
     )
     yield url
-    asyncio.run(_execute(server_url, f'DROP DATABASE "{name}" WITH (FORCE)'))
+    asyncio.run(fetch_value(server_url, f'DROP DATABASE "{name}" WITH (FORCE)'))
 
 
 {%- if cookiecutter.auth == "jwt" %}
@@ -198,34 +217,50 @@ def served_metrics_port() -> int:
     return free_port()
 
 
+@contextmanager
+def serve(log: Path, **env: str) -> Iterator[str]:
+    """The real server process (`python -m {{ cookiecutter.package_name }}`) on a free TCP port,
+    its output in `log`; yields its base URL once /healthz answers.
+
+    `env` comes on top of this process's environment minus DATABASE_URL (a test names the
+    database its server uses); /metrics is on a free port unless METRICS_PORT says otherwise.
+    """
+    port = free_port()
+    inherited = {name: value for name, value in os.environ.items() if name != "DATABASE_URL"}
+    variables = {
+        **inherited,
+        "HOST": "127.0.0.1",
+        "PORT": str(port),
+        "METRICS_PORT": str(free_port()),
+        **env,
+    }
+    with log.open("wb") as output:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "{{ cookiecutter.package_name }}"],
+            env=variables,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+        )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        if not answers_soon(process, f"{base}/healthz"):
+            state = "did not answer" if process.poll() is None else f"exited ({process.returncode})"
+            raise RuntimeError(f"the server {state}: {log.read_text()[-2000:]}")
+        yield base
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
 @pytest.fixture(scope="session")
 def served_url(
-    database_url: str, served_metrics_port: int, auth_env: dict[str, str]
+    database_url: str,
+    served_metrics_port: int,
+    auth_env: dict[str, str],
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[str]:
-    """The real server process (`python -m {{ cookiecutter.package_name }}`) on a free TCP port,
-    its /metrics listener on `served_metrics_port`."""
-    port = free_port()
-    env = {
-        **os.environ,
-        **auth_env,
-        "DATABASE_URL": database_url,
-        "PORT": str(port),
-        "HOST": "127.0.0.1",
-        "METRICS_PORT": str(served_metrics_port),
-    }
-    process = subprocess.Popen(
-        [sys.executable, "-m", "{{ cookiecutter.package_name }}"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    base = f"http://127.0.0.1:{port}"
-    if not answers_soon(process, f"{base}/healthz"):
-        process.kill()
-        _, stderr = process.communicate()
-        raise RuntimeError(f"server did not start: {stderr.decode()[-2000:]}")
-    yield base
-    process.terminate()
-    process.wait(timeout=30)
-    assert process.stderr is not None
-    process.stderr.close()
+    """One server process for the session, its /metrics listener on `served_metrics_port`."""
+    log = tmp_path_factory.mktemp("served") / "server.log"
+    env = {**auth_env, "DATABASE_URL": database_url, "METRICS_PORT": str(served_metrics_port)}
+    with serve(log, **env) as base:
+        yield base

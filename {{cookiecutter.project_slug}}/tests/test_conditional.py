@@ -7,7 +7,6 @@ current ETag. REQUIRE_IF_MATCH makes writes without If-Match a 428.
 
 import re
 from collections.abc import AsyncIterator
-from typing import Any
 
 import httpx
 import pytest
@@ -18,8 +17,8 @@ from {{ cookiecutter.package_name }}.app import create_app
 from {{ cookiecutter.package_name }}.errors import ProblemError
 from {{ cookiecutter.package_name }}.settings import Settings
 
-BASE = "/{{ cookiecutter.resource_plural }}"
-PROBLEM = "application/problem+json"
+from .conftest import BASE, PROBLEM, create
+
 WELL_FORMED = [
     '"1"',
     'W/"1"',
@@ -86,13 +85,6 @@ def test_a_required_if_match_that_is_missing_is_a_428() -> None:
 )
 def test_if_none_match_uses_weak_comparison(header: str | None, modified: bool) -> None:
     assert conditional.none_match(header, '"3"') is modified
-
-
-async def create(client: httpx.AsyncClient) -> dict[str, Any]:
-    response = await client.post(BASE, json={"name": "conditional", "price_cents": 1})
-    assert response.status_code == 201, response.text
-    body: dict[str, Any] = response.json()
-    return body
 
 
 async def test_delete_with_a_stale_if_match_is_412_and_deletes_nothing(

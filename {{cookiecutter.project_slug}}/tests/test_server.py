@@ -8,6 +8,7 @@ import sys
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 import httpx
 import uvicorn
@@ -16,6 +17,8 @@ from starlette.types import Receive, Scope, Send
 
 from {{ cookiecutter.package_name }}.server import http_config
 from {{ cookiecutter.package_name }}.settings import Settings
+
+from .conftest import BASE, serve
 
 
 def test_served_process_creates_and_reads_over_tcp(
@@ -185,3 +188,29 @@ async def test_a_head_with_too_many_fields_gets_431() -> None:
     assert many.status_code == 431
     assert many.json()["max_headers"] == 100
     assert enough.status_code == 200
+
+
+def test_served_process_discloses_no_server_version(served_url: str) -> None:
+    with httpx.Client(base_url=served_url) as http:
+        for response in (http.get("/healthz"), http.get("/nowhere"), http.get(f"{BASE}/abc")):
+            assert "server" not in response.headers
+            assert "x-powered-by" not in response.headers
+            assert "uvicorn" not in response.text.lower()
+            assert "python" not in response.text.lower()
+
+
+def test_over_the_concurrency_limit_the_server_answers_a_fast_503_problem(
+    database_url: str, tmp_path: Path, auth_env: dict[str, str]
+) -> None:
+    env = {**auth_env, "DATABASE_URL": database_url, "LIMIT_CONCURRENCY": "2"}
+    with serve(tmp_path / "server.log", **env) as base:
+        port = int(base.rsplit(":", 1)[1])
+        # One connection held open (it counts against the limit), then a second one is refused.
+        with socket.create_connection(("127.0.0.1", port)) as held:
+            held.sendall(b"GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n")
+            assert held.recv(4096).startswith(b"HTTP/1.1 200")
+            response = httpx.get(f"{base}/healthz")
+    assert response.status_code == 503
+    assert response.headers["content-type"] == "application/problem+json"
+    assert response.headers["retry-after"] == "1"
+    assert response.json()["status"] == 503

@@ -18,7 +18,7 @@ from opentelemetry.trace import SpanKind
 from {{ cookiecutter.package_name }}.app import create_app
 from {{ cookiecutter.package_name }}.settings import Settings
 
-from .test_middleware import serve
+from ..conftest import serve
 
 BASE = "/{{ cookiecutter.resource_plural }}"
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -103,8 +103,13 @@ def test_the_access_log_line_carries_the_trace_id(
     database_url: str, tmp_path: Path, auth_env: dict[str, str], auth_headers: dict[str, str]
 ) -> None:
     log = tmp_path / "server.log"
-    env = {"TRACING": "true", "OTEL_TRACES_EXPORTER": "none"}
-    with serve(database_url, log, auth_env, **env) as base:
+    env = {
+        **auth_env,
+        "DATABASE_URL": database_url,
+        "TRACING": "true",
+        "OTEL_TRACES_EXPORTER": "none",
+    }
+    with serve(log, **env) as base:
         headers = {**auth_headers, **SAMPLED_PARENT, "x-request-id": "traced-line"}
         assert httpx.get(f"{base}{BASE}", headers=headers).status_code == 200
     (line,) = [json.loads(line) for line in log.read_text().splitlines() if "traced-line" in line]

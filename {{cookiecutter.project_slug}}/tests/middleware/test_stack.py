@@ -1,4 +1,4 @@
-"""CORS: a layer only when CORS_ALLOW_ORIGINS lists origins; then listed origins only."""
+"""middleware/__init__.py: the stack; CORS a layer of it only when CORS_ALLOW_ORIGINS lists origins; then listed origins only."""
 
 from collections.abc import AsyncIterator
 from typing import Any
@@ -77,8 +77,3 @@ async def test_a_request_from_another_origin_gets_no_cors_headers(
 def test_without_origins_there_is_no_cors_layer(settings: Settings) -> None:
     layers = middleware_stack(settings, Metrics())
     assert "CORSMiddleware" not in [getattr(layer.cls, "__name__", "") for layer in layers]
-
-
-def test_origins_come_as_a_comma_separated_variable(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CORS_ALLOW_ORIGINS", f"{ALLOWED}, https://admin.example")
-    assert Settings(app_env="dev").cors_allow_origins == [ALLOWED, "https://admin.example"]

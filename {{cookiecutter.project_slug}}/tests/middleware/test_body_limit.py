@@ -1,7 +1,9 @@
 """The body limit (middleware/body_limit.py): the 413 reaches a client still sending its body."""
 
 import socket
+from collections.abc import AsyncIterator
 
+import httpx
 from starlette.types import Message, Receive, Scope, Send
 
 from {{ cookiecutter.package_name }}.middleware.body_limit import BodySizeLimitMiddleware
@@ -67,3 +69,35 @@ async def test_a_refused_body_is_read_up_to_the_drain_allowance_before_the_413()
         assert sent[0]["status"] == 413
         assert (dict(sent[0]["headers"]).get(b"connection") == b"close") is closes
         assert len(read) == reads
+
+
+async def test_an_oversize_declared_body_is_a_413_problem(client: httpx.AsyncClient) -> None:
+    response = await client.post(
+        BASE, content=b"x" * 70_000, headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 413
+    assert response.headers["content-type"] == "application/problem+json"
+    assert response.json()["max_bytes"] == 65536
+
+
+async def test_an_oversize_chunked_body_is_cut_off_with_a_413(client: httpx.AsyncClient) -> None:
+    async def chunks() -> AsyncIterator[bytes]:
+        for _ in range(100):
+            yield b"x" * 1000
+
+    response = await client.post(
+        BASE, content=chunks(), headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 413
+    assert response.headers["content-type"] == "application/problem+json"
+
+
+async def test_a_small_chunked_body_passes(client: httpx.AsyncClient) -> None:
+    async def chunks() -> AsyncIterator[bytes]:
+        yield b'{"name": "chunked", '
+        yield b'"price_cents": 3}'
+
+    response = await client.post(
+        BASE, content=chunks(), headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 201, response.text

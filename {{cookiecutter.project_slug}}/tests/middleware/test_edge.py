@@ -1,19 +1,14 @@
 """The edge middleware (middleware/edge.py): around small inline ASGI apps, then around the app."""
 
-from collections.abc import Iterator, MutableMapping
+from collections.abc import MutableMapping
 from typing import Any
 
 import httpx
 import pytest
-import structlog
 from fastapi import FastAPI
 from starlette.types import Message, Receive, Scope, Send
-from structlog.contextvars import merge_contextvars
-from structlog.testing import capture_logs
 
 from {{ cookiecutter.package_name }}.{{ cookiecutter.resource_plural }} import repository
-from {{ cookiecutter.package_name }}.middleware import access_log
-from {{ cookiecutter.package_name }}.middleware import edge as edge_module
 from {{ cookiecutter.package_name }}.middleware.access_log import AccessLog
 from {{ cookiecutter.package_name }}.middleware.edge import EdgeMiddleware
 from {{ cookiecutter.package_name }}.middleware.metrics import RequestMetrics
@@ -40,17 +35,6 @@ async def _fails_midway(scope: Scope, receive: Receive, send: Send) -> None:
 @pytest.fixture
 def metrics() -> Metrics:
     return Metrics()
-
-
-@pytest.fixture
-def logged(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[MutableMapping[str, Any]]]:
-    """The events logged meanwhile, with the context (the request id) merged in as in production."""
-    # Loggers cache their configuration on first use (cache_logger_on_first_use): one already used
-    # by an earlier test would bypass the capture. Fresh proxies resolve inside it.
-    monkeypatch.setattr(access_log, "logger", structlog.get_logger("access"))
-    monkeypatch.setattr(edge_module, "logger", structlog.get_logger(edge_module.__name__))
-    with capture_logs(processors=[merge_contextvars]) as events:
-        yield events
 
 
 def _edge(app: Any, metrics: Metrics) -> httpx.AsyncClient:

@@ -1,4 +1,4 @@
-"""The pool skips asyncpg's reset query, yet nothing a request leaves behind reaches the next one.
+"""db.py: the pool skips asyncpg's reset query, yet nothing a request leaves behind reaches the next one.
 
 Without the reset query (a round trip per request), state lives as long as the transaction that
 made it: a connection released inside one is rolled back, and the service's statements keep to
@@ -9,8 +9,10 @@ at the end holds every resource's sql.py to.
 import importlib
 import pkgutil
 import re
+from typing import Any
 
 import {{ cookiecutter.package_name }}
+from {{ cookiecutter.package_name }}.app import create_app
 from {{ cookiecutter.package_name }}.db import Database
 from {{ cookiecutter.package_name }}.settings import Settings
 
@@ -116,3 +118,14 @@ def test_the_scan_recognises_session_scoped_forms() -> None:
     ]
     assert [text for text in leaking if not _SESSION_SCOPED.search(text)] == []
     assert [text for text in contained if _SESSION_SCOPED.search(text)] == []
+
+
+async def test_connections_carry_the_statement_timeout(
+    database_url: str, auth_settings: dict[str, Any]
+) -> None:
+    settings = Settings(
+        database_url=database_url, app_env="test", statement_timeout_ms=1234, **auth_settings
+    )
+    app = create_app(settings)
+    async with app.router.lifespan_context(app), app.state.db.connection() as connection:
+        assert await connection.fetchval("SHOW statement_timeout") == "1234ms"

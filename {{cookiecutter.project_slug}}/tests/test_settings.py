@@ -1,18 +1,15 @@
-"""Secrets from files: each setting may come from a file named after its variable in SECRETS_DIR
+"""settings.py: secrets from files: each setting may come from a file named after its variable in SECRETS_DIR
 (a Kubernetes Secret mounted as a volume); the environment wins over a file."""
 
-import os
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import httpx
 import pytest
-from devdb import free_port
 from pydantic import ValidationError
 
 from {{ cookiecutter.package_name }}.settings import Settings
+
+from .conftest import serve
 
 
 @pytest.fixture
@@ -65,28 +62,16 @@ def test_the_served_process_reads_its_database_url_from_a_file(
     database_url: str, auth_env: dict[str, str], auth_headers: dict[str, str], tmp_path: Path
 ) -> None:
     (tmp_path / "DATABASE_URL").write_text(database_url + "\n")
-    port = free_port()
-    env = {key: value for key, value in os.environ.items() if key != "DATABASE_URL"}
-    env |= {**auth_env, "SECRETS_DIR": str(tmp_path), "PORT": str(port), "ACCESS_LOG": "off"}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "{{ cookiecutter.package_name }}"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        with httpx.Client(
-            base_url=f"http://127.0.0.1:{port}", headers=auth_headers, timeout=5
-        ) as http:
-            for _ in range(600):  # up to 30 s for start-up, polled: no event to wait on
-                try:
-                    ready = http.get("/readyz")
-                    break
-                except httpx.TransportError:
-                    assert process.poll() is None, process.communicate()[1].decode()[-2000:]
-                    time.sleep(0.05)
-            assert ready.status_code == 200
-            assert http.get("/{{ cookiecutter.resource_plural }}").status_code == 200
-    finally:
-        process.terminate()
-        process.communicate(timeout=30)
+    env = {**auth_env, "SECRETS_DIR": str(tmp_path), "ACCESS_LOG": "off"}
+    with (
+        serve(tmp_path / "server.log", **env) as base,
+        httpx.Client(base_url=base, headers=auth_headers, timeout=5) as http,
+    ):
+        assert http.get("/readyz").status_code == 200
+        assert http.get("/{{ cookiecutter.resource_plural }}").status_code == 200
+
+
+def test_origins_come_as_a_comma_separated_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    origins = ["https://shop.example", "https://admin.example"]
+    monkeypatch.setenv("CORS_ALLOW_ORIGINS", ", ".join(origins))
+    assert Settings(app_env="dev").cors_allow_origins == origins
