@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(CURDIR)/$(VENV)/bin
 export PATH := $(BIN):$(PATH)
 
-.PHONY: help install demo test bench
+.PHONY: help install demo lint test bench
 
 help: ## Show the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -25,5 +25,10 @@ bench: install ## Side-by-side benchmark (generated vs ceiling, minimal FastAPI,
 	$(BIN)/python -m bench.run
 	$(BIN)/python -m bench.features
 
-test: install ## Run the template's tests: bake variants, lint them, run their suites on PostgreSQL
+lint: install ## Lint and type-check the template's own Python (tests/, bench/, hooks/, scripts/)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+test: lint ## Lint, then run the template's tests: bake variants, lint them, run their suites on PostgreSQL
 	$(BIN)/pytest tests

@@ -30,7 +30,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench.run import LOAD_CORE, POOL_SIZE, SERVER_CORE, _prepare
+from bench.driver import LOAD_CORE, POOL_SIZE, SERVER_CORE, migrate, prepare
 from bench.workloads import Workloads
 from tests.baking import bake, load_dev_module, tool_env
 from tests.serving import wait_until_answering
@@ -42,14 +42,18 @@ VARIANTS: dict[str, tuple[str, dict[str, str]]] = {
     "jwt": ("jwt", {"JWT_CACHE_SIZE": "0"}),
     "jwt_cached": ("jwt", {}),
     "tracing_0.1": ("none", {"TRACING": "true", "OTEL_TRACES_EXPORTER": "none"}),
-    "tracing_1.0": ("none", {"TRACING": "true", "OTEL_TRACES_EXPORTER": "none", "OTEL_TRACES_SAMPLER_ARG": "1"}),
+    "tracing_1.0": (
+        "none",
+        {"TRACING": "true", "OTEL_TRACES_EXPORTER": "none", "OTEL_TRACES_SAMPLER_ARG": "1"},
+    ),
 }
 
 
 def _issuer(project: Path) -> Any:
     """The jwt bake's own test issuer (tests/issuer.py): keys, tokens and a JWKS server."""
     spec = importlib.util.spec_from_file_location("bench_issuer", project / "tests" / "issuer.py")
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.Issuer()
@@ -57,19 +61,33 @@ def _issuer(project: Path) -> Any:
 
 def _start(project: Path, env: dict[str, str], port: int, log: Path) -> subprocess.Popen[bytes]:
     # METRICS_PORT=0: no metrics listener, or the variants would all ask for the same port.
-    variables = tool_env(project, PORT=str(port), POOL_MIN_SIZE=str(POOL_SIZE), POOL_MAX_SIZE=str(POOL_SIZE),
-                         APP_ENV="prod", METRICS_PORT="0", **env)  # fmt: skip
+    pool = str(POOL_SIZE)
+    variables = tool_env(
+        project, PORT=str(port), POOL_MIN_SIZE=pool, POOL_MAX_SIZE=pool, APP_ENV="prod",
+        METRICS_PORT="0", **env,
+    )  # fmt: skip
     command = ["taskset", "-c", str(SERVER_CORE), sys.executable, "-m", "inventory_service"]
-    process = subprocess.Popen(command, cwd=project, env=variables, stdout=log.open("wb"), stderr=subprocess.STDOUT)
+    process = subprocess.Popen(
+        command, cwd=project, env=variables, stdout=log.open("wb"), stderr=subprocess.STDOUT
+    )
     wait_until_answering(process, f"http://127.0.0.1:{port}/healthz", what=f"variant (log: {log})")
     return process
 
 
-def _wrk(base: str, headers: dict[str, str], args: argparse.Namespace, duration: int, workloads: Workloads) -> float:
-    figures = workloads.run(base, args.workload, seconds=duration, connections=args.connections, headers=headers)
-    if figures["errors"]:
-        raise RuntimeError(f"{base}: {figures['errors']} non-2xx answers or socket errors")
-    return float(figures["rps"])
+def _rps(
+    base: str,
+    headers: dict[str, str],
+    args: argparse.Namespace,
+    duration: int,
+    workloads: Workloads,
+) -> float:
+    """Requests per second of one wrk run; every answer must be a 2xx."""
+    result = workloads.run(
+        base, args.workload, seconds=duration, connections=args.connections, headers=headers
+    )
+    if result["errors"]:
+        raise RuntimeError(f"{base}: {result['errors']:.0f} non-2xx answers or socket errors")
+    return result["rps"]
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -80,13 +98,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     workloads = Workloads(projects["none"], args.rows)
     processes: list[subprocess.Popen[bytes]] = []
     with devdb.ThrowawayPostgres(work / "pgdata") as postgres, _issuer(projects["jwt"]) as issuer:
-        migrate = subprocess.run([sys.executable, "-m", "alembic", "upgrade", "head"], cwd=projects["none"],
-                                 env=tool_env(projects["none"], DATABASE_URL=postgres.url), capture_output=True, check=False)  # fmt: skip
-        assert migrate.returncode == 0, migrate.stderr
-        asyncio.run(_prepare(postgres.url, args.rows))
+        migrate(projects["none"], postgres.url)
+        asyncio.run(prepare(postgres.url, args.rows))
         jwt_env = {name.upper(): str(value) for name, value in issuer.settings().items()}
         token = issuer.token(scope="items:read items:write", lifetime=3600)
-        headers = {"api_key": {"X-API-Key": API_KEY}, "jwt": {"Authorization": f"Bearer {token}"}, "none": {}}
+        headers = {
+            "api_key": {"X-API-Key": API_KEY},
+            "jwt": {"Authorization": f"Bearer {token}"},
+            "none": {},
+        }
         bases: dict[str, str] = {}
         try:
             for name in args.variants:
@@ -96,12 +116,16 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 processes.append(_start(projects[auth], env, port, work / f"{name}.log"))
                 bases[name] = f"http://127.0.0.1:{port}"
             for name in args.variants:  # warm-up, and a check that every answer is a 2xx
-                _wrk(bases[name], headers[VARIANTS[name][0]], args, args.warmup, workloads)
+                _rps(bases[name], headers[VARIANTS[name][0]], args, args.warmup, workloads)
             rps: dict[str, list[float]] = {name: [] for name in args.variants}
             for round_ in range(args.rounds):
                 shift = round_ % len(args.variants)
                 for name in args.variants[shift:] + args.variants[:shift]:
-                    rps[name].append(_wrk(bases[name], headers[VARIANTS[name][0]], args, args.duration, workloads))
+                    rps[name].append(
+                        _rps(
+                            bases[name], headers[VARIANTS[name][0]], args, args.duration, workloads
+                        )
+                    )
                     print(f"round {round_ + 1} {name:12} {rps[name][-1]:8.0f} rps", flush=True)
         finally:
             for process in processes:
@@ -111,16 +135,27 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     reference = medians.get("off")
     return {
         "workload": args.workload,
-        "settings": {key: getattr(args, key) for key in ("duration", "warmup", "rounds", "connections", "rows")},
+        "settings": {
+            key: getattr(args, key)
+            for key in ("duration", "warmup", "rounds", "connections", "rows")
+        },
         "runs": rps,
         "median_rps": medians,
-        "ratio_to_off": {name: value / reference for name, value in medians.items()} if reference else {},
-        "us_per_request_over_off": {name: 1e6 / value - 1e6 / reference for name, value in medians.items()} if reference else {},
+        "ratio_to_off": {name: value / reference for name, value in medians.items()}
+        if reference
+        else {},
+        "us_per_request_over_off": {
+            name: 1e6 / value - 1e6 / reference for name, value in medians.items()
+        }
+        if reference
+        else {},
     }
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     parser.add_argument("--workload", default="by_id", choices=("by_id", "page"))
     parser.add_argument("--duration", type=int, default=5, help="seconds per timed run")
@@ -128,7 +163,11 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--rows", type=int, default=100_000)
-    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parents[1] / "docs" / "bench" / "features.json")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path(__file__).resolve().parents[1] / "docs" / "bench" / "features.json",
+    )
     parser.add_argument("--workdir", type=Path, default=None)
     args = parser.parse_args()
     results = run(args)

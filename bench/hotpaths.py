@@ -29,7 +29,10 @@ from pydantic import BaseModel, TypeAdapter
 COLUMNS = sql.COLUMNS
 BY_ID = f"SELECT {COLUMNS} FROM items WHERE id = $1"
 PAGE = f"SELECT {COLUMNS} FROM items WHERE id > $1 ORDER BY id LIMIT $2"
-INSERT = f"INSERT INTO items (name, description, price_cents, quantity) VALUES ($1, $2, $3, $4) RETURNING {COLUMNS}"
+INSERT = (
+    "INSERT INTO items (name, description, price_cents, quantity) VALUES ($1, $2, $3, $4)"
+    f" RETURNING {COLUMNS}"
+)
 UPDATE = f"UPDATE items SET quantity = $2, version = version + 1 WHERE id = $1 RETURNING {COLUMNS}"
 
 
@@ -60,27 +63,36 @@ def _strategies(c: Any) -> dict[str, dict[str, Callable[[int], Awaitable[bytes]]
         return orjson.dumps(dict(await c.fetchrow(BY_ID, n)))
 
     async def by_id_pg(n: int) -> bytes:
-        return (await c.fetchrow(sql.SELECT_BY_ID, n))["body"].encode()
+        body: str = (await c.fetchrow(sql.SELECT_BY_ID, n))["body"]
+        return body.encode()
 
     async def page_model(n: int) -> bytes:
         rows = await c.fetch(PAGE, n, 21)
-        return PAGE_OF.dump_json(PAGE_OF.validate_python({"data": [dict(r) for r in rows[:20]], "next_after": rows[19]["id"]}))
+        return PAGE_OF.dump_json(
+            PAGE_OF.validate_python(
+                {"data": [dict(r) for r in rows[:20]], "next_after": rows[19]["id"]}
+            )
+        )
 
     async def page_orjson(n: int) -> bytes:
         rows = await c.fetch(PAGE, n, 21)
         return orjson.dumps({"data": [dict(r) for r in rows[:20]], "next_after": rows[19]["id"]})
 
     async def page_pg(n: int) -> bytes:
-        return (await c.fetchval(sql.SELECT_PAGE, n, 20)).encode()
+        body: str = await c.fetchval(sql.SELECT_PAGE, n, 20)
+        return body.encode()
 
-    def writes(statement: str, args: Callable[[int], tuple[Any, ...]], kind: str) -> Callable[[int], Awaitable[bytes]]:
+    def writes(
+        statement: str, args: Callable[[int], tuple[Any, ...]], kind: str
+    ) -> Callable[[int], Awaitable[bytes]]:
         async def run(n: int) -> bytes:
             row = await c.fetchrow(statement, *args(n))
             if kind == "model":
                 return ITEM.dump_json(ITEM.validate_python(dict(row)))
             if kind == "orjson":
                 return orjson.dumps(dict(row))
-            return row["body"].encode()
+            body: str = row["body"]
+            return body.encode()
 
         return run
 
@@ -91,9 +103,11 @@ def _strategies(c: Any) -> dict[str, dict[str, Callable[[int], Awaitable[bytes]]
     return {
         "by_id": {"response_model": by_id_model, "orjson": by_id_orjson, "postgres_json": by_id_pg},
         "page": {"response_model": page_model, "orjson": page_orjson, "postgres_json": page_pg},
-        "create": {"response_model": writes(INSERT, new, "model"), "orjson": writes(INSERT, new, "orjson"),
+        "create": {"response_model": writes(INSERT, new, "model"),
+                   "orjson": writes(INSERT, new, "orjson"),
                    "postgres_json": writes(sql.INSERT, new, "pg")},
-        "patch": {"response_model": writes(UPDATE, patch, "model"), "orjson": writes(UPDATE, patch, "orjson"),
+        "patch": {"response_model": writes(UPDATE, patch, "model"),
+                  "orjson": writes(UPDATE, patch, "orjson"),
                   "postgres_json": writes(sql.UPDATE, service_patch, "pg")},
     }  # fmt: skip
 
@@ -111,7 +125,11 @@ async def main(loops: int = 2000, repeats: int = 5) -> None:
                     await strategy(n * 37 % 90_000 + 1)
                 results[route][name].append((time.process_time() - start) / loops * 1e6)
     await c.close()
-    print(f"{'route':8} " + " ".join(f"{n:>16}" for n in ("response_model", "orjson", "postgres_json")) + "  (us CPU/request, median)")
+    print(
+        f"{'route':8} "
+        + " ".join(f"{n:>16}" for n in ("response_model", "orjson", "postgres_json"))
+        + "  (us CPU/request, median)"
+    )
     for route, per in results.items():
         print(f"{route:8} " + " ".join(f"{statistics.median(v):16.1f}" for v in per.values()))
 

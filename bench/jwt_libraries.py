@@ -25,26 +25,36 @@ ISSUER, AUDIENCE = "https://issuer.example", "inventory"
 
 
 def _token(algorithm: str) -> tuple[str, dict[str, Any]]:
-    private: Any = rsa.generate_private_key(65537, 2048) if algorithm == "RS256" else ec.generate_private_key(ec.SECP256R1())
+    private: Any = (
+        rsa.generate_private_key(65537, 2048)
+        if algorithm == "RS256"
+        else ec.generate_private_key(ec.SECP256R1())
+    )
     now = int(time.time())
-    claims = {"iss": ISSUER, "aud": AUDIENCE, "sub": "user-1", "iat": now, "nbf": now, "exp": now + 3600,
-              "scope": "items:read items:write", "client_id": "frontend", "jti": "0123456789abcdef"}  # fmt: skip
+    claims = {"iss": ISSUER, "aud": AUDIENCE, "sub": "user-1", "iat": now, "nbf": now,
+              "exp": now + 3600, "scope": "items:read items:write", "client_id": "frontend",
+              "jti": "0123456789abcdef"}  # fmt: skip
     token = jwt.encode(claims, private, algorithm=algorithm, headers={"kid": "k1"})
-    jwk: dict[str, Any] = {**json.loads(jwt.get_algorithm_by_name(algorithm).to_jwk(private.public_key())),
-                           "kid": "k1", "alg": algorithm, "use": "sig"}  # fmt: skip
+    public = json.loads(jwt.get_algorithm_by_name(algorithm).to_jwk(private.public_key()))
+    jwk: dict[str, Any] = {**public, "kid": "k1", "alg": algorithm, "use": "sig"}
     return token, jwk
 
 
 def _pyjwt(token: str, jwk: dict[str, Any]) -> Callable[[], object]:
     key = jwt.PyJWK(jwk)
     options: Any = {"require": ["exp", "iss", "aud"]}
-    return lambda: jwt.decode(token, key, algorithms=[jwk["alg"]], audience=AUDIENCE, issuer=ISSUER, options=options)
+    return lambda: jwt.decode(
+        token, key, algorithms=[jwk["alg"]], audience=AUDIENCE, issuer=ISSUER, options=options
+    )
 
 
 def _joserfc(token: str, jwk: dict[str, Any]) -> Callable[[], object]:
     keys = KeySet.import_key_set({"keys": [jwk]})
-    registry = jose_jwt.JWTClaimsRegistry(iss={"essential": True, "value": ISSUER},
-                                          aud={"essential": True, "value": AUDIENCE}, exp={"essential": True})  # fmt: skip
+    registry = jose_jwt.JWTClaimsRegistry(
+        iss={"essential": True, "value": ISSUER},
+        aud={"essential": True, "value": AUDIENCE},
+        exp={"essential": True},
+    )
 
     def verify() -> object:
         decoded = jose_jwt.decode(token, keys, algorithms=[jwk["alg"]])
@@ -69,7 +79,11 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=15)
     args = parser.parse_args()
     tokens = {algorithm: _token(algorithm) for algorithm in ("RS256", "ES256")}
-    checks = {(name, algorithm): build(*tokens[algorithm]) for name, build in LIBRARIES.items() for algorithm in tokens}
+    checks = {
+        (name, algorithm): build(*tokens[algorithm])
+        for name, build in LIBRARIES.items()
+        for algorithm in tokens
+    }
     for verify in checks.values():
         verify()  # a wrong set-up fails here, not inside the timing
     # Interleaved: every library and algorithm once per round, so noise from other work on the
@@ -80,7 +94,10 @@ def main() -> int:
             samples[key].append(timeit.timeit(verify, number=args.number) / args.number * 1e6)
     print("| Library | RS256 min (median) us/token | ES256 min (median) us/token |\n|---|---|---|")
     for name in LIBRARIES:
-        cells = [f"{min(samples[name, a]):.1f} ({statistics.median(samples[name, a]):.1f})" for a in tokens]
+        cells = [
+            f"{min(samples[name, a]):.1f} ({statistics.median(samples[name, a]):.1f})"
+            for a in tokens
+        ]
         print(f"| {name} | {' | '.join(cells)} |")
     return 0
 

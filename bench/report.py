@@ -1,4 +1,5 @@
-"""Turn the benchmark's raw runs into medians, ratios and target checks; write JSON, Markdown, PNG."""
+"""Turn the benchmark's raw runs into medians, ratios and target checks; write JSON, Markdown and
+PNG."""
 
 import json
 import statistics
@@ -51,20 +52,38 @@ def summarise(results: dict[str, Any]) -> dict[str, Any]:
             # The same comparison by the server's own CPU per request (other / generated): on a
             # shared machine it moves less than throughput does.
             ratios[f"{key} by CPU"] = {
-                workload: medians[other][workload]["cpu_us"] / medians["generated"][workload]["cpu_us"]
+                workload: medians[other][workload]["cpu_us"]
+                / medians["generated"][workload]["cpu_us"]
                 for workload in medians["generated"]
             }
             floor, workloads = TARGETS[key]
             for workload in workloads:
                 if workload in ratios[key]:
                     value = ratios[key][workload]
-                    checks.append({"target": f"{key} {workload} >= {floor}", "value": round(value, 2), "met": value >= floor})
+                    checks.append(
+                        {
+                            "target": f"{key} {workload} >= {floor}",
+                            "value": round(value, 2),
+                            "met": value >= floor,
+                        }
+                    )
         paced = results.get("paced_by_id")
         if paced:
-            checks.append({"target": f"by-id p99 at 70% of knee <= {P99_AT_70_PERCENT_MS} ms",
-                           "value": round(paced["p99_ms"], 2), "met": paced["p99_ms"] <= P99_AT_70_PERCENT_MS})  # fmt: skip
+            checks.append(
+                {
+                    "target": f"by-id p99 at 70% of knee <= {P99_AT_70_PERCENT_MS} ms",
+                    "value": round(paced["p99_ms"], 2),
+                    "met": paced["p99_ms"] <= P99_AT_70_PERCENT_MS,
+                }
+            )
         rss = results["rss_mb"]["generated"]
-        checks.append({"target": f"RSS after the run <= {RSS_MB} MB", "value": round(rss, 1), "met": rss <= RSS_MB})
+        checks.append(
+            {
+                "target": f"RSS after the run <= {RSS_MB} MB",
+                "value": round(rss, 1),
+                "met": rss <= RSS_MB,
+            }
+        )
     return {"medians": medians, "ratios": ratios, "checks": checks}
 
 
@@ -74,7 +93,8 @@ def markdown(results: dict[str, Any]) -> str:
     workloads = list(next(iter(medians.values())))
     lines = [
         f"Machine: {machine['cpu']}, {machine['cores']} cores, {machine['memory_gb']} GB, "
-        f"Linux {machine['kernel']}, Python {machine['python']}, PostgreSQL {machine['postgresql']}, "
+        f"Linux {machine['kernel']}, Python {machine['python']}, "
+        f"PostgreSQL {machine['postgresql']}, "
         f"{machine['wrk']}; {machine['date']}.",
         f"Servers pinned to core 0, PostgreSQL and wrk to core 1; {settings['rounds']} interleaved "
         f"rounds of {settings['duration']} s per app and workload, {settings['connections']} "
@@ -90,17 +110,30 @@ def markdown(results: dict[str, Any]) -> str:
         )
         lines.append(f"| {LABELS[app]} | {cells} |")
     if summary["ratios"]:
-        lines += ["", "| ratio | " + " | ".join(workloads) + " |", "|---|" + "---:|" * len(workloads)]
+        lines += [
+            "",
+            "| ratio | " + " | ".join(workloads) + " |",
+            "|---|" + "---:|" * len(workloads),
+        ]
         for key, values in summary["ratios"].items():
             lines.append(f"| {key} | " + " | ".join(f"{values[w]:.2f}x" for w in workloads) + " |")
     paced = results.get("paced_by_id")
     if paced:
         lines += ["", f"by-id paced at 70 % of the knee: {paced['rps']:,.0f} rps offered over "
-                  f"{paced['connections']} connections, p50 {paced['p50_ms']:.2f} ms, p99 {paced['p99_ms']:.2f} ms."]  # fmt: skip
-    lines += ["", "RSS after the run: " + ", ".join(f"{LABELS[a]} {mb:.0f} MB" for a, mb in results["rss_mb"].items()) + "."]
+                  f"{paced['connections']} connections, p50 {paced['p50_ms']:.2f} ms, "
+                  f"p99 {paced['p99_ms']:.2f} ms."]  # fmt: skip
+    lines += [
+        "",
+        "RSS after the run: "
+        + ", ".join(f"{LABELS[a]} {mb:.0f} MB" for a, mb in results["rss_mb"].items())
+        + ".",
+    ]
     if summary["checks"]:
         lines += ["", "| target | measured | met |", "|---|---:|---|"]
-        lines += [f"| {c['target']} | {c['value']} | {'yes' if c['met'] else '**no**'} |" for c in summary["checks"]]
+        lines += [
+            f"| {c['target']} | {c['value']} | {'yes' if c['met'] else '**no**'} |"
+            for c in summary["checks"]
+        ]
     return "\n".join(lines) + "\n"
 
 

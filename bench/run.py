@@ -22,17 +22,16 @@ import asyncpg
 import httpx
 import psutil
 
+from bench.driver import LOAD_CORE, POOL_SIZE, SERVER_CORE, migrate, prepare
 from bench.report import summarise, write_reports
 from bench.workloads import NAMES, Workloads
 from tests.baking import bake, load_dev_module, tool_env
 from tests.serving import wait_until_answering
 
 ROOT = Path(__file__).resolve().parents[1]
-SERVER_CORE, LOAD_CORE = 0, 1
 APPS = ("generated", "generated_log_off", "ceiling", "minimal", "baseline")
 # Rows seeded ahead of each delete run, per second of it: more than any app deletes in a second.
 DELETABLE_PER_SECOND = 40_000
-POOL_SIZE = 8
 _TUNED = ["--loop", "uvloop", "--http", "httptools", "--no-access-log", "--no-server-header",
           "--no-proxy-headers"]  # fmt: skip
 
@@ -50,7 +49,9 @@ def _commands(project: Path, port: int) -> dict[str, list[str]]:
     }
 
 
-def _start(name: str, project: Path, database_url: str, port: int, logs: Path) -> subprocess.Popen[bytes]:
+def _start(
+    name: str, project: Path, database_url: str, port: int, logs: Path
+) -> subprocess.Popen[bytes]:
     env = tool_env(project, DATABASE_URL=database_url, PORT=str(port), POOL_SIZE=str(POOL_SIZE),
                    POOL_MIN_SIZE=str(POOL_SIZE), POOL_MAX_SIZE=str(POOL_SIZE), APP_ENV="prod",
                    METRICS_PORT="0")  # fmt: skip
@@ -60,7 +61,9 @@ def _start(name: str, project: Path, database_url: str, port: int, logs: Path) -
     log = (logs / f"{name}.log").open("wb")
     command = ["taskset", "-c", str(SERVER_CORE), *_commands(project, port)[name]]
     process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    wait_until_answering(process, f"http://127.0.0.1:{port}/items/1", what=f"{name} (log: {logs / f'{name}.log'})")
+    wait_until_answering(
+        process, f"http://127.0.0.1:{port}/items/1", what=f"{name} (log: {logs / f'{name}.log'})"
+    )
     return process
 
 
@@ -70,66 +73,63 @@ def _check_answers(name: str, base: str) -> None:
         assert http.get("/items/7").json()["id"] == 7, name
         assert len(http.get("/items", params={"after": 10, "limit": 20}).json()["data"]) == 20, name
         created = http.post("/items", json={"name": "check", "price_cents": 1, "quantity": 2})
-        assert created.status_code == 201 and created.json()["quantity"] == 2, name
+        assert created.status_code == 201, name
+        assert created.json()["quantity"] == 2, name
         patched = http.patch("/items/9", json={"quantity": 5})
-        assert patched.status_code == 200 and patched.json()["quantity"] == 5, name
-
-
-async def _prepare(url: str, rows: int) -> str:
-    connection = await asyncpg.connect(url)
-    try:
-        # The same for every app; commits wait for no fsync so the CPU, not the disk, is measured.
-        await connection.execute("ALTER SYSTEM SET synchronous_commit = off")
-        await connection.execute("SELECT pg_reload_conf()")
-        await connection.execute(
-            "INSERT INTO items (name, description, price_cents, quantity) "
-            "SELECT 'item ' || n, 'seeded row ' || n, n * 10, n % 100 FROM generate_series(1, $1) n",
-            rows,
-        )
-        await connection.execute("VACUUM ANALYZE items")
-        version: str = await connection.fetchval("SHOW server_version")
-        return version
-    finally:
-        await connection.close()
+        assert patched.status_code == 200, name
+        assert patched.json()["quantity"] == 5, name
 
 
 async def _seed_deletable(url: str, count: int) -> int:
     """Insert `count` rows with consecutive ids for a delete run; return the first id."""
     connection = await asyncpg.connect(url)
     try:
-        first, last = await connection.fetchrow(
+        row = await connection.fetchrow(
             "WITH new AS (INSERT INTO items (name, price_cents) "
             "SELECT 'to delete', 1 FROM generate_series(1, $1) RETURNING id) "
-            "SELECT min(id), max(id) FROM new", count,
+            "SELECT min(id) AS first, max(id) AS last FROM new", count,
         )  # fmt: skip
-        assert last - first + 1 == count, "the delete range must be contiguous"
-        return int(first)
+        assert row is not None
+        assert row["last"] - row["first"] + 1 == count, "the delete range must be contiguous"
+        return int(row["first"])
     finally:
         await connection.close()
 
 
-def _drive(base: str, workload: str, args: argparse.Namespace, url: str, duration: int,
-           workloads: Workloads) -> dict[str, float]:  # fmt: skip
+def _drive(
+    base: str,
+    workload: str,
+    args: argparse.Namespace,
+    url: str,
+    duration: int,
+    workloads: Workloads,
+) -> dict[str, float]:
     """One wrk run of `workload`; an operation that uses each id once first gets rows of its own."""
     start = 1
     if workloads.consumes_ids(workload):
         start = asyncio.run(_seed_deletable(url, DELETABLE_PER_SECOND * duration))
-    return workloads.run(base, workload, seconds=duration, connections=args.connections, start=start)
+    return workloads.run(
+        base, workload, seconds=duration, connections=args.connections, start=start
+    )
 
 
-def _paced_p99(base: str, knee: float, args: argparse.Namespace, workloads: Workloads) -> dict[str, float]:
+def _paced_p99(
+    base: str, knee: float, args: argparse.Namespace, workloads: Workloads
+) -> dict[str, float]:
     """p99 of by-id reads at 70 % of the knee: wrk paced by a fixed think time per connection."""
     target, delay_ms = 0.7 * knee, 10
     connections = max(1, math.ceil(target * (delay_ms + 0.5) / 1000))
     probe = workloads.run(base, "by_id", seconds=3, connections=connections, delay_ms=delay_ms)
     connections = max(1, min(args.max_in_flight - 4, round(connections * target / probe["rps"])))
-    paced = workloads.run(base, "by_id", seconds=max(args.duration, 5), connections=connections,
-                          delay_ms=delay_ms)  # fmt: skip
+    paced = workloads.run(
+        base, "by_id", seconds=max(args.duration, 5), connections=connections, delay_ms=delay_ms
+    )
     return {"target_rps": target, "connections": connections, **paced}
 
 
 def _machine(pg_version: str) -> dict[str, Any]:
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+    cpuinfo = Path("/proc/cpuinfo").read_text().splitlines()
+    cpu = next((line.split(":", 1)[1].strip() for line in cpuinfo
                 if line.startswith("model name")), platform.processor())  # fmt: skip
     wrk_version = subprocess.run(["wrk", "-v"], capture_output=True, text=True, check=False)
     return {
@@ -152,10 +152,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     devdb = load_dev_module(project, "devdb")
     processes: dict[str, subprocess.Popen[bytes]] = {}
     with devdb.ThrowawayPostgres(work / "pgdata") as postgres:
-        migrate = subprocess.run([sys.executable, "-m", "alembic", "upgrade", "head"], cwd=project,
-                                 env=tool_env(project, DATABASE_URL=postgres.url), capture_output=True, check=False)  # fmt: skip
-        assert migrate.returncode == 0, migrate.stderr
-        pg_version = asyncio.run(_prepare(postgres.url, args.rows))
+        migrate(project, postgres.url)
+        pg_version = asyncio.run(prepare(postgres.url, args.rows))
         bases: dict[str, str] = {}
         try:
             for name in args.apps:
@@ -163,34 +161,48 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 processes[name] = _start(name, project, postgres.url, port, work)
                 bases[name] = f"http://127.0.0.1:{port}"
                 _check_answers(name, bases[name])
-            runs: dict[str, dict[str, list[dict[str, float]]]] = {a: {w: [] for w in args.workloads} for a in args.apps}
+            runs: dict[str, dict[str, list[dict[str, float]]]] = {
+                a: {w: [] for w in args.workloads} for a in args.apps
+            }
             for workload in args.workloads:  # warm-up: JIT-free Python still fills caches and pools
                 for name in args.apps:
                     _drive(bases[name], workload, args, postgres.url, args.warmup, workloads)
             for round_ in range(args.rounds):
                 for workload in args.workloads:
-                    order = args.apps[round_ % len(args.apps):] + args.apps[:round_ % len(args.apps)]
+                    order = (
+                        args.apps[round_ % len(args.apps) :] + args.apps[: round_ % len(args.apps)]
+                    )
                     for name in order:  # interleaved, and rotated each round
                         server = psutil.Process(processes[name].pid)
                         cpu_before = sum(server.cpu_times()[:2])
-                        run_ = _drive(bases[name], workload, args, postgres.url, args.duration, workloads)
-                        # The server's own CPU per request: what the code costs, whatever else the
-                        # shared machine runs meanwhile (throughput moves with that, this much less).
+                        run_ = _drive(
+                            bases[name], workload, args, postgres.url, args.duration, workloads
+                        )
+                        # Server CPU per request: the code's cost, whatever else the shared machine
+                        # runs meanwhile (throughput moves with that, this much less).
                         cpu = sum(server.cpu_times()[:2]) - cpu_before
                         run_["cpu_us"] = cpu / max(run_["requests"], 1) * 1e6
                         runs[name][workload].append(run_)
-                        print(f"round {round_ + 1} {workload:7} {name:10} {run_['rps']:9.0f} rps "
-                              f"{run_['cpu_us']:6.0f} us CPU/request", flush=True)
+                        print(
+                            f"round {round_ + 1} {workload:7} {name:10} {run_['rps']:9.0f} rps "
+                            f"{run_['cpu_us']:6.0f} us CPU/request",
+                            flush=True,
+                        )
             paced = None
             if "generated" in args.apps and "by_id" in args.workloads:
                 knee = statistics.median(run["rps"] for run in runs["generated"]["by_id"])
                 paced = _paced_p99(bases["generated"], knee, args, workloads)
-            rss = {name: psutil.Process(process.pid).memory_info().rss / 2**20 for name, process in processes.items()}
+            rss = {
+                name: psutil.Process(process.pid).memory_info().rss / 2**20
+                for name, process in processes.items()
+            }
         finally:
             for process in processes.values():
                 process.terminate()
                 process.wait(timeout=30)
-    settings = {key: getattr(args, key) for key in ("duration", "warmup", "rounds", "connections", "rows")}
+    settings = {
+        key: getattr(args, key) for key in ("duration", "warmup", "rounds", "connections", "rows")
+    }
     return {"machine": _machine(pg_version), "settings": {**settings, "pool_size": POOL_SIZE},
             "runs": runs, "paced_by_id": paced, "rss_mb": rss}  # fmt: skip
 
@@ -198,7 +210,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--duration", type=int, default=5, help="seconds per timed run")
-    parser.add_argument("--warmup", type=int, default=2, help="seconds of warm-up per app and workload")
+    parser.add_argument(
+        "--warmup", type=int, default=2, help="seconds of warm-up per app and workload"
+    )
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--rows", type=int, default=100_000)

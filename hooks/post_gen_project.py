@@ -5,7 +5,9 @@ import subprocess
 import sys
 
 SLUG = "{{ cookiecutter.project_slug }}"
-LOCK = "{{ cookiecutter.lock_dependencies }}" == "yes"
+# Typed as str: before rendering the two sides are different literals (mypy: comparison-overlap).
+LOCK_OPTION: str = "{{ cookiecutter.lock_dependencies }}"
+LOCK = LOCK_OPTION == "yes"
 
 
 def lock_dependencies() -> str:
@@ -25,7 +27,9 @@ def format_sources() -> None:
     if ruff is None:
         # The template is laid out as ruff lays out the default names (a template test checks
         # it); other names can shift line lengths, which `make fmt` settles.
-        print("ruff not found: sources left in the template's layout; `make fmt` after `make install`")
+        print(
+            "ruff not found: sources left in the template's layout; `make fmt` after `make install`"
+        )
         return
     subprocess.run([ruff, "check", "--fix-only", "--quiet", "--no-cache", "."], check=False)
     subprocess.run([ruff, "format", "--quiet", "--no-cache", "."], check=False)

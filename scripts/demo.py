@@ -23,8 +23,10 @@ DEMO = ROOT / "demo"
 
 def _show(response: httpx.Response) -> None:
     request = response.request
-    print(f"\n$ {request.method} {request.url.path}{'?' + request.url.query.decode() if request.url.query else ''}")
-    print(f"  {response.status_code} {response.reason_phrase}  {response.headers.get('content-type', '')}")
+    query = f"?{request.url.query.decode()}" if request.url.query else ""
+    content_type = response.headers.get("content-type", "")
+    print(f"\n$ {request.method} {request.url.path}{query}")
+    print(f"  {response.status_code} {response.reason_phrase}  {content_type}")
     if response.content:
         print("  " + json.dumps(response.json(), indent=2).replace("\n", "\n  "))
 
@@ -45,12 +47,22 @@ def _wait_until_healthy(base: str, server: subprocess.Popen[bytes], seconds: flo
 
 def tour(base: str) -> None:
     with httpx.Client(base_url=base) as http:
-        created = http.post("/items", json={"name": "Desk lamp", "price_cents": 4200, "quantity": 3})
+        created = http.post(
+            "/items", json={"name": "Desk lamp", "price_cents": 4200, "quantity": 3}
+        )
         _show(created)
         location = created.headers["location"]
         _show(http.get(location))
-        _show(http.patch(location, json={"quantity": 2}, headers={"If-Match": created.headers["etag"]}))
-        _show(http.patch(location, json={"quantity": 9}, headers={"If-Match": created.headers["etag"]}))
+        _show(
+            http.patch(
+                location, json={"quantity": 2}, headers={"If-Match": created.headers["etag"]}
+            )
+        )
+        _show(
+            http.patch(
+                location, json={"quantity": 9}, headers={"If-Match": created.headers["etag"]}
+            )
+        )
         _show(http.get("/items", params={"limit": 2}))
         _show(http.post("/items", json={"name": "", "price_cents": -1, "colour": "red"}))
         _show(http.delete(location))
@@ -67,7 +79,9 @@ def main() -> int:
     print(f"baked {project.relative_to(ROOT)}; installing its environment ...", flush=True)
     subprocess.run(["make", "install"], cwd=project, check=True)
     # A session of its own, so that stopping the demo stops make, uvicorn and PostgreSQL together.
-    server = subprocess.Popen(["make", "dev", f"PORT={args.port}"], cwd=project, start_new_session=True)
+    server = subprocess.Popen(
+        ["make", "dev", f"PORT={args.port}"], cwd=project, start_new_session=True
+    )
     base = f"http://127.0.0.1:{args.port}"
     try:
         _wait_until_healthy(base, server)

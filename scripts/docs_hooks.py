@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from cookiecutter.main import cookiecutter
-
 from mkdocs.exceptions import PluginError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -63,7 +62,8 @@ def options_table() -> str:
 def _settings_fields(auth: str) -> dict[str, Any]:
     path = baked_project(auth) / "src" / "inventory_service" / "settings.py"
     spec = importlib.util.spec_from_file_location(f"_service_settings_{auth}", path)
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     fields: dict[str, Any] = module.Settings.model_fields
@@ -86,7 +86,9 @@ def settings_table() -> str:
         default = "(none)" if field.default in (None, []) else f"`{_cell(field.default)}`"
         present = [auth for auth, fields in by_auth.items() if name in fields]
         only = f" *(auth={', '.join(present)} only)*" if len(present) < len(AUTH_VALUES) else ""
-        rows.append(f"| `{name.upper()}` | {default} | {limits} | {_cell(field.description)}{only} |")
+        rows.append(
+            f"| `{name.upper()}` | {default} | {limits} | {_cell(field.description)}{only} |"
+        )
     return "\n".join(rows)
 
 

@@ -12,12 +12,16 @@ from cookiecutter.main import cookiecutter
 
 TEMPLATE = Path(__file__).resolve().parents[1]
 VENV_BIN = Path(sys.executable).parent
+# A baked project's own suite, run with `run`, leaving no pytest cache in the bake.
+PYTEST = (sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider")
 
 
 def bake(output_dir: Path, **context: Any) -> Path:
     """Bake with `context` over the defaults; return the project folder."""
     extra = {"lock_dependencies": "no", **context}
-    project = cookiecutter(str(TEMPLATE), no_input=True, output_dir=str(output_dir), extra_context=extra)
+    project = cookiecutter(
+        str(TEMPLATE), no_input=True, output_dir=str(output_dir), extra_context=extra
+    )
     return Path(project)
 
 
@@ -31,7 +35,9 @@ def tool_env(project: Path, **extra: str) -> dict[str, str]:
     }
 
 
-def run(project: Path, *command: str, timeout: float = 900, **env: str) -> subprocess.CompletedProcess[str]:
+def run(
+    project: Path, *command: str, timeout: float = 900, **env: str
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         list(command),
         cwd=project,
@@ -62,7 +68,9 @@ def git(folder: Path, *args: str) -> str:
 
 def git_copy_of_template(folder: Path) -> Path:
     """A git repository holding the template as it is on disk (committed or not), for cruft."""
-    files = git(TEMPLATE, "ls-files", "--cached", "--others", "--exclude-standard", "-z").split("\0")
+    files = git(TEMPLATE, "ls-files", "--cached", "--others", "--exclude-standard", "-z").split(
+        "\0"
+    )
     for name in filter(None, files):
         source = TEMPLATE / name
         if source.is_file():
@@ -91,7 +99,8 @@ def load_dev_module(project: Path, module: str) -> Any:
     name = f"_{project.name.replace('-', '_')}_{module}_{abs(hash(project))}"
     if name not in sys.modules:
         spec = importlib.util.spec_from_file_location(name, project / f"{module}.py")
-        assert spec is not None and spec.loader is not None, project / f"{module}.py"
+        assert spec is not None, project / f"{module}.py"
+        assert spec.loader is not None, project / f"{module}.py"
         sys.modules[name] = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(sys.modules[name])
     return sys.modules[name]

@@ -28,7 +28,11 @@ DIGEST = "sha256:" + "0123456789abcdef" * 4
 # Every option of the chart switched on.
 EVERYTHING_ON: dict[str, Any] = {
     "image": {"digest": DIGEST},
-    "ingress": {"enabled": True, "className": "nginx", "tls": [{"hosts": ["a.example.com"], "secretName": "tls"}]},
+    "ingress": {
+        "enabled": True,
+        "className": "nginx",
+        "tls": [{"hosts": ["a.example.com"], "secretName": "tls"}],
+    },
     "metrics": {"serviceMonitor": {"enabled": True}, "prometheusRule": {"enabled": True}},
     "autoscaling": {"rpsMetric": {"enabled": True}, "targetRPSPerPod": 350},
     "database": {"url": "postgresql://app:secret@db:5432/app"},
@@ -60,7 +64,10 @@ def find(objects: list[dict[str, Any]], kind: str, component: str | None = None)
         item
         for item in objects
         if item["kind"] == kind
-        and (component is None or item["metadata"]["labels"].get("app.kubernetes.io/component") == component)
+        and (
+            component is None
+            or item["metadata"]["labels"].get("app.kubernetes.io/component") == component
+        )
     ]
     return found
 
@@ -70,7 +77,9 @@ def kinds(objects: list[dict[str, Any]]) -> set[str]:
 
 
 def sdk_lint(chart: Path) -> dict[str, Any]:
-    result: dict[str, Any] = asyncio.run(helm_sdkpy.Lint(helm_sdkpy.Configuration()).run(str(chart)))
+    result: dict[str, Any] = asyncio.run(
+        helm_sdkpy.Lint(helm_sdkpy.Configuration()).run(str(chart))
+    )
     return result
 
 
@@ -78,7 +87,9 @@ def chart_with_values(chart: Path, tmp_path: Path, values_file: Path) -> Path:
     """A copy of the chart whose values.yaml is the default deep-merged with `values_file`, which
     is what `helm lint -f values_file` lints (helm-sdkpy's lint takes no values argument)."""
     copy = Path(shutil.copytree(chart, tmp_path / chart.name))
-    merged = merge(yaml.safe_load((chart / "values.yaml").read_text()), yaml.safe_load(values_file.read_text()))
+    merged = merge(
+        yaml.safe_load((chart / "values.yaml").read_text()), yaml.safe_load(values_file.read_text())
+    )
     (copy / "values.yaml").write_text(yaml.safe_dump(merged))
     return copy
 
@@ -111,7 +122,9 @@ def _crd_validators() -> dict[tuple[str, str], Any]:
     for path in sorted(SCHEMAS.glob("*.json")):
         crd = json.loads(path.read_text())
         schema = _closed(crd["openAPIV3Schema"])
-        validators[(f"{crd['group']}/{crd['version']}", crd["kind"])] = jsonschema.Draft7Validator(schema)
+        validators[(f"{crd['group']}/{crd['version']}", crd["kind"])] = jsonschema.Draft7Validator(
+            schema
+        )
     return validators
 
 
@@ -123,9 +136,12 @@ def _closed(node: Any) -> Any:
     if not isinstance(node, dict):
         return node
     closed = {key: _closed(value) for key, value in node.items()}
-    if "properties" in node and "additionalProperties" not in node:
-        if not node.get("x-kubernetes-preserve-unknown-fields"):
-            closed["additionalProperties"] = False
+    if (
+        "properties" in node
+        and "additionalProperties" not in node
+        and not node.get("x-kubernetes-preserve-unknown-fields")
+    ):
+        closed["additionalProperties"] = False
     return closed
 
 

@@ -1,13 +1,17 @@
-"""Session fixtures of the template's tests: the default bake and one real PostgreSQL server."""
+"""Session fixtures of the template's tests: the default bake, one real PostgreSQL server shared
+by the baked suites, and for the fault tests a PostgreSQL of their own that they may stop."""
 
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from .baking import bake, load_dev_module
+from .faults import Postgres
+from .figures import Figures
+from .serving import Served, migrated_database, start_service
 
 
 @pytest.fixture(scope="session")
@@ -36,3 +40,49 @@ def postgres_url(default_project: Path) -> Iterator[str]:
 def chart(default_project: Path) -> Path:
     """The default bake's Helm chart."""
     return default_project / "deploy" / "helm" / default_project.name
+
+
+@pytest.fixture(scope="session")
+def figures(tmp_path_factory: pytest.TempPathFactory) -> Figures:
+    """Where the reliability tests record what they measured (figures.py)."""
+    return Figures(tmp_path_factory.getbasetemp())
+
+
+@pytest.fixture(scope="session")
+def stoppable_postgres(default_project: Path) -> Iterator[Postgres]:
+    """A PostgreSQL the fault tests may stop: never the shared one of the other suites.
+
+    Its data lives outside pytest's temporary root, as for `postgres_url`: a restart needs the
+    server's own user to reach it.
+    """
+    devdb = load_dev_module(default_project, "devdb")
+    folder = Path(tempfile.mkdtemp(prefix="faults-pg-"))
+    server = devdb.ThrowawayPostgres(folder / "data")
+    server.start()
+    try:
+        with migrated_database(default_project, server.url, "faults") as url:
+            yield Postgres(server, url)
+    finally:
+        server.stop("immediate")
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def serve(
+    default_project: Path, stoppable_postgres: Postgres, tmp_path: Path
+) -> Iterator[Callable[..., Served]]:
+    """Start the default bake's server on `stoppable_postgres` with settings from keyword
+    arguments; every server started is stopped afterwards."""
+    started: list[Served] = []
+
+    def start(**env: str) -> Served:
+        log = tmp_path / f"service-{len(started)}.log"
+        served = start_service(default_project, stoppable_postgres.url, log, **env)
+        started.append(served)
+        return served
+
+    yield start
+    for served in started:
+        if served.process.poll() is None:
+            served.process.terminate()
+            served.process.wait(timeout=30)

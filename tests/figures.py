@@ -28,7 +28,8 @@ class Figures:
             data["_run"] = {
                 "command": " ".join(["pytest", *sys.argv[1:]]) if sys.argv else "pytest",
                 "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+                "machine": f"{platform.machine()}, {os.cpu_count()} cores, "
+                f"Python {platform.python_version()}",
             }
             data[scenario] = numbers
             path.parent.mkdir(parents=True, exist_ok=True)

@@ -26,4 +26,6 @@ def _breaks_declared_pattern(headers: dict[str, Any] | None) -> bool:
 
 @schemathesis.hook
 def filter_failure(context: Any, failure: Any, case: Any, response: Any) -> bool:
-    return not (getattr(failure, "code", None) == "ST202" and _breaks_declared_pattern(case.headers))
+    return not (
+        getattr(failure, "code", None) == "ST202" and _breaks_declared_pattern(case.headers)
+    )

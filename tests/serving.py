@@ -4,7 +4,6 @@ import asyncio
 import contextlib
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -46,7 +45,11 @@ def start_service(project: Path, database_url: str, log: Path, **env: str) -> Se
     }  # fmt: skip
     with log.open("wb") as sink:
         process = subprocess.Popen(
-            command, cwd=project, env=tool_env(project, **settings), stdout=sink, stderr=subprocess.STDOUT
+            command,
+            cwd=project,
+            env=tool_env(project, **settings),
+            stdout=sink,
+            stderr=subprocess.STDOUT,
         )
     served = Served(process, f"http://127.0.0.1:{port}", port, log, metrics_port)
     wait_until_answering(process, f"{served.url}/readyz", what=f"service (log: {log})")
@@ -70,18 +73,15 @@ def wait_until_answering(
         time.sleep(0.05)  # polling a process that is starting: there is no event to wait on
 
 
-def free_tcp_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-def serve_process(command: list[str], cwd: Path, env: dict[str, str], port: int) -> "subprocess.Popen[bytes]":
+def serve_process(
+    command: list[str], cwd: Path, env: dict[str, str], port: int
+) -> "subprocess.Popen[bytes]":
     """Any server command, pinned to core 0 when the machine has two cores; returns once its
     /healthz answers."""
     pinned = ["taskset", "-c", "0", *command] if PINNED else command
-    process = subprocess.Popen(pinned, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        pinned, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     wait_until_answering(process, f"http://127.0.0.1:{port}/healthz", what=str(command))
     return process
 
@@ -101,7 +101,9 @@ def scratch_database(postgres_url: str, name: str) -> Iterator[str]:
 def migrated_database(project: Path, postgres_url: str, name: str) -> Iterator[str]:
     """A scratch database with the project's migrations applied."""
     with scratch_database(postgres_url, name) as url:
-        migrated = run(project, sys.executable, "-m", "alembic", "upgrade", "head", DATABASE_URL=url)
+        migrated = run(
+            project, sys.executable, "-m", "alembic", "upgrade", "head", DATABASE_URL=url
+        )
         assert migrated.returncode == 0, migrated.stderr
         yield url
 

@@ -44,18 +44,32 @@ def test_locked_dependencies_have_no_known_vulnerability(
     dependencies = report.get("dependencies", [])
     assert dependencies, audit.stderr[-3000:]
     unaudited = [d for d in dependencies if d.get("skip_reason")]
-    vulnerable = {f"{d['name']}=={d['version']}": [v["id"] for v in d["vulns"]] for d in dependencies if d.get("vulns")}
+    vulnerable = {
+        f"{d['name']}=={d['version']}": [v["id"] for v in d["vulns"]]
+        for d in dependencies
+        if d.get("vulns")
+    }
     figures = Figures(tmp_path_factory.getbasetemp())
-    figures.record("pip_audit", locked=len(dependencies), unaudited=len(unaudited), vulnerable=sorted(vulnerable))
+    figures.record(
+        "pip_audit",
+        locked=len(dependencies),
+        unaudited=len(unaudited),
+        vulnerable=sorted(vulnerable),
+    )
     if unaudited:
-        pins = dict(line.split("==", 1) for line in requirements.read_text().splitlines() if "==" in line)
+        pins = dict(
+            line.split("==", 1) for line in requirements.read_text().splitlines() if "==" in line
+        )
         name = unaudited[0]["name"]
         answers, where = _vulnerability_service_answers(name, pins[name].split(";")[0].strip())
         if not answers:
-            figures.record("pip_audit", locked=len(dependencies), unaudited=len(unaudited), skipped=where)
+            figures.record(
+                "pip_audit", locked=len(dependencies), unaudited=len(unaudited), skipped=where
+            )
             pytest.skip(
                 f"the vulnerability service is unreachable from this machine ({where}); "
-                f"pip-audit could not audit {len(unaudited)} of {len(dependencies)} locked dependencies"
+                f"pip-audit could not audit {len(unaudited)} of {len(dependencies)} locked "
+                "dependencies"
             )
     assert unaudited == [], f"PyPI answers, yet these were not audited: {unaudited}"
     assert vulnerable == {}

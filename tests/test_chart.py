@@ -29,7 +29,9 @@ from .charting import (
 )
 
 
-def test_chart_passes_helm_lint_with_default_values_and_with_every_option_on(chart: Path, tmp_path: Path) -> None:
+def test_chart_passes_helm_lint_with_default_values_and_with_every_option_on(
+    chart: Path, tmp_path: Path
+) -> None:
     report = sdk_lint(chart)
     assert report["TotalChartsLinted"] == 1
     assert not report["Errors"]
@@ -44,12 +46,19 @@ def test_chart_passes_helm_lint_with_default_values_and_with_every_option_on(cha
 
 def test_chart_of_a_custom_slug_is_named_after_it_and_lints(tmp_path: Path) -> None:
     """Helm templates are copied unrendered: their names come from Chart.yaml, which is rendered."""
-    project = bake(tmp_path, project_name="Acme Catalog", project_slug="acme-catalog-api", package_name="catalog")
+    project = bake(
+        tmp_path,
+        project_name="Acme Catalog",
+        project_slug="acme-catalog-api",
+        package_name="catalog",
+    )
     chart = project / "deploy" / "helm" / "acme-catalog-api"
     assert helm_python.lint(chart, strict=True)["errors"] == []
     deployment = find(render(chart), "Deployment")
     assert deployment["metadata"]["name"] == f"{RELEASE}-acme-catalog-api"
-    assert deployment["spec"]["template"]["spec"]["containers"][0]["image"] == "acme-catalog-api:0.1.0"
+    assert (
+        deployment["spec"]["template"]["spec"]["containers"][0]["image"] == "acme-catalog-api:0.1.0"
+    )
 
 
 def test_make_helm_lint_lints_and_renders_the_chart(default_project: Path) -> None:
@@ -65,7 +74,10 @@ def test_chart_lint_fails_on_values_the_schema_refuses(chart: Path, tmp_path: Pa
     bad.write_text("server:\n  workers: 2\n")
     report = sdk_lint(chart_with_values(chart, tmp_path, bad))
     assert report["Errors"]
-    assert any(message["Severity"] == 3 and message["Path"] == "values.yaml" for message in report["Messages"])
+    assert any(
+        message["Severity"] == 3 and message["Path"] == "values.yaml"
+        for message in report["Messages"]
+    )
 
 
 @pytest.mark.parametrize("version", KUBERNETES_VERSIONS)
@@ -74,7 +86,13 @@ def test_every_rendered_object_is_valid_against_its_schema(
     chart: Path, values: dict[str, Any] | None, version: str
 ) -> None:
     objects = render(chart, values)
-    assert {"Deployment", "Service", "Job", "PodDisruptionBudget", "HorizontalPodAutoscaler"} <= kinds(objects)
+    assert {
+        "Deployment",
+        "Service",
+        "Job",
+        "PodDisruptionBudget",
+        "HorizontalPodAutoscaler",
+    } <= kinds(objects)
     if values:
         assert {"Ingress", "ServiceMonitor", "Secret"} <= kinds(objects)
     for item in objects:
@@ -111,7 +129,9 @@ def test_schema_validation_refuses_an_unknown_field_of_a_custom_kind(chart: Path
 def test_helm_refuses_values_that_break_the_pod_shape_or_the_connection_budget(
     chart: Path, values: dict[str, Any], message: str
 ) -> None:
-    with pytest.raises(helm_python.HelmError, match=message.replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises(
+        helm_python.HelmError, match=message.replace("(", r"\(").replace(")", r"\)")
+    ):
         render(chart, values)
 
 
@@ -129,20 +149,26 @@ def test_chart_lints_with_the_values_file_the_capacity_report_writes(
         max_p99_ms=50.0,
         assumptions=_assumptions(budget),
     )
-    values_file = capacity.write_helm_values(sized, "a test measurement", tmp_path / "values-capacity.yaml")
+    values_file = capacity.write_helm_values(
+        sized, "a test measurement", tmp_path / "values-capacity.yaml"
+    )
     written = yaml.safe_load(values_file.read_text())
     assert written["autoscaling"]["targetRPSPerPod"] == sized.target_rps_per_pod > 0
     report = helm_python.lint(chart, written, strict=True)
     assert report["errors"] == [], report["messages"]
     assert not sdk_lint(chart_with_values(chart, tmp_path / "merged", values_file))["Errors"]
-    (container,) = find(render(chart, written), "Deployment")["spec"]["template"]["spec"]["containers"]
+    (container,) = find(render(chart, written), "Deployment")["spec"]["template"]["spec"][
+        "containers"
+    ]
     env = {item["name"]: item.get("value") for item in container["env"]}
     assert env["MAX_IN_FLIGHT"] == str(sized.max_in_flight)
     assert env["LIMIT_CONCURRENCY"] == "1000"  # a cap on sockets, not measured: the chart's own
     assert env["POOL_MAX_SIZE"] == str(sized.pool_max_size)
 
 
-def test_a_capacity_pool_too_large_for_the_replica_ceiling_is_refused(default_project: Path, chart: Path) -> None:
+def test_a_capacity_pool_too_large_for_the_replica_ceiling_is_refused(
+    default_project: Path, chart: Path
+) -> None:
     """A knee at 64 in flight sizes a 64-connection pool: 9 pods of it exceed 100 connections."""
     capacity, budget = _capacity_modules(default_project)
     sized = capacity.size(
@@ -167,7 +193,9 @@ def _capacity_modules(project: Path) -> tuple[Any, Any]:
         from loadtest import budget, capacity  # the baked project's own capacity report
     finally:
         sys.path.remove(str(project))
-        for name in [name for name in sys.modules if name == "loadtest" or name.startswith("loadtest.")]:
+        for name in [
+            name for name in sys.modules if name == "loadtest" or name.startswith("loadtest.")
+        ]:
             del sys.modules[name]
     return capacity, budget
 
@@ -183,24 +211,34 @@ def test_chart_readme_is_generated_from_the_schema_and_the_check_catches_a_stale
     readme = (chart / "README.md").read_text()
     schema = json.loads((chart / "values.schema.json").read_text())
     db_port = schema["properties"]["networkPolicy"]["properties"]["database"]["properties"]["port"]
-    row = f"| `networkPolicy.database.port` | `5432` | integer [1, 65535] | {db_port['description']} |"
+    row = (
+        f"| `networkPolicy.database.port` | `5432` | integer [1, 65535] "
+        f"| {db_port['description']} |"
+    )
     assert row in readme.splitlines()
     assert readme.count("\n| `") == _count_values(schema)  # every value of the schema, once
-    assert run(default_project, "make", "chart-readme", "CHECK=1", "BIN=" + str(VENV_BIN)).returncode == 0
+    assert (
+        run(default_project, "make", "chart-readme", "CHECK=1", "BIN=" + str(VENV_BIN)).returncode
+        == 0
+    )
 
     copy = Path(shutil.copytree(default_project / "deploy", tmp_path / "deploy"))
     schema_file = copy / "helm" / default_project.name / "values.schema.json"
-    schema["properties"]["networkPolicy"]["properties"]["database"]["properties"]["port"]["description"] = "Moved."
+    schema["properties"]["networkPolicy"]["properties"]["database"]["properties"]["port"][
+        "description"
+    ] = "Moved."
     schema_file.write_text(json.dumps(schema))
     script = [sys.executable, str(copy / "helm" / "chart_readme.py")]
     stale = subprocess.run([*script, "--check"], capture_output=True, text=True, check=False)
-    assert stale.returncode == 1 and "README.md is stale" in stale.stderr
+    assert stale.returncode == 1
+    assert "README.md is stale" in stale.stderr
     assert subprocess.run(script, check=False).returncode == 0
     assert subprocess.run([*script, "--check"], check=False).returncode == 0
     del schema["properties"]["replicaCount"]["description"]
     schema_file.write_text(json.dumps(schema))
     undescribed = subprocess.run(script, capture_output=True, text=True, check=False)
-    assert undescribed.returncode == 2 and "replicaCount has no description" in undescribed.stderr
+    assert undescribed.returncode == 2
+    assert "replicaCount has no description" in undescribed.stderr
 
 
 def _count_values(node: dict[str, Any]) -> int:

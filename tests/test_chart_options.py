@@ -1,5 +1,6 @@
 """What the chart adds around the pod: labels no selector confuses, the Secret checksum, the image
-digest, the metrics port, the NetworkPolicy and the `helm test` hook (alerts: test_chart_alerts.py)."""
+digest, the metrics port, the NetworkPolicy and the `helm test` hook (alerts:
+test_chart_alerts.py)."""
 
 import subprocess
 import sys
@@ -23,12 +24,13 @@ from .serving import migrated_database, start_service
 
 
 def _pod_labels(item: dict[str, Any]) -> dict[str, str]:
-    labels: dict[str, str] = (item["spec"]["template"] if "template" in item["spec"] else item)["metadata"]["labels"]
+    labels: dict[str, str] = item["spec"].get("template", item)["metadata"]["labels"]
     return labels
 
 
 def test_migration_and_test_pods_are_matched_by_no_selector_of_the_service(chart: Path) -> None:
-    """Overlapping selectors would count the Job's pod as a replica (Deployment, PDB, HPA, spread)."""
+    """Overlapping selectors would count the Job's pod as a replica (Deployment, PDB, HPA,
+    spread)."""
     objects = render(chart, EVERYTHING_ON)
     selectors = pod_selectors(objects)
     assert len(selectors) == 7, selectors  # Deployment, 2 Services, PDB, spread, 2 NetworkPolicies
@@ -47,7 +49,9 @@ def test_migration_and_test_pods_are_matched_by_no_selector_of_the_service(chart
 
 def test_a_new_database_secret_changes_the_pod_template_and_so_rolls_the_pods(chart: Path) -> None:
     def checksum(values: dict[str, Any]) -> str:
-        annotations = find(render(chart, values), "Deployment")["spec"]["template"]["metadata"]["annotations"]
+        annotations = find(render(chart, values), "Deployment")["spec"]["template"]["metadata"][
+            "annotations"
+        ]
         value: str = annotations["checksum/secret"]
         return value
 
@@ -56,9 +60,13 @@ def test_a_new_database_secret_changes_the_pod_template_and_so_rolls_the_pods(ch
     assert first != checksum({"database": {"url": "postgresql://app:two@db:5432/app"}})
     # An existing Secret is read live by `lookup` at upgrade time; without a cluster it hashes "".
     existing = checksum({"database": {"existingSecret": "prod-db"}})
-    assert len(existing) == 64 and existing != first
+    assert len(existing) == 64
+    assert existing != first
     custom = find(render(chart, {"podAnnotations": {"team": "shop"}}), "Deployment")
-    assert custom["spec"]["template"]["metadata"]["annotations"].keys() == {"checksum/secret", "team"}
+    assert custom["spec"]["template"]["metadata"]["annotations"].keys() == {
+        "checksum/secret",
+        "team",
+    }
 
 
 def test_image_digest_pins_every_pod_of_the_release(chart: Path) -> None:
@@ -67,14 +75,14 @@ def test_image_digest_pins_every_pod_of_the_release(chart: Path) -> None:
         container["image"]
         for item in objects
         if item["kind"] in {"Deployment", "Job", "Pod"}
-        for container in (item["spec"]["template"]["spec"] if "template" in item["spec"] else item["spec"])[
-            "containers"
-        ]
+        for container in (
+            item["spec"]["template"]["spec"] if "template" in item["spec"] else item["spec"]
+        )["containers"]
     ]
     assert images == [f"inventory-service:1.2.3@{DIGEST}"] * 3
-    assert find(render(chart), "Deployment")["spec"]["template"]["spec"]["containers"][0]["image"] == (
-        "inventory-service:0.1.0"
-    )
+    assert find(render(chart), "Deployment")["spec"]["template"]["spec"]["containers"][0][
+        "image"
+    ] == ("inventory-service:0.1.0")
     with pytest.raises(helm_python.HelmError, match="/image/digest"):
         render(chart, {"image": {"digest": "latest"}})
 
@@ -82,7 +90,10 @@ def test_image_digest_pins_every_pod_of_the_release(chart: Path) -> None:
 def test_metrics_port_is_reachable_through_the_metrics_service_only(chart: Path) -> None:
     objects = render(chart, EVERYTHING_ON)
     (container,) = find(objects, "Deployment")["spec"]["template"]["spec"]["containers"]
-    assert {port["name"]: port["containerPort"] for port in container["ports"]} == {"http": 8000, "metrics": 9090}
+    assert {port["name"]: port["containerPort"] for port in container["ports"]} == {
+        "http": 8000,
+        "metrics": 9090,
+    }
     assert {"name": "METRICS_PORT", "value": "9090"} in container["env"]
     traffic, metrics = _services(objects)
     assert [port["targetPort"] for port in traffic["spec"]["ports"]] == ["http"]
@@ -98,8 +109,12 @@ def test_metrics_port_is_reachable_through_the_metrics_service_only(chart: Path)
     assert not selects(monitor["spec"]["selector"]["matchLabels"], traffic["metadata"]["labels"])
     (endpoint,) = monitor["spec"]["endpoints"]
     assert endpoint == {**endpoint, "port": "metrics", "path": "/metrics"}
-    assert "Service" not in {item["kind"] for item in render(chart) if item["metadata"]["name"].endswith("-metrics")}
-    with pytest.raises(helm_python.HelmError, match="metrics.port \\(8000\\) must differ from server.port"):
+    assert "Service" not in {
+        item["kind"] for item in render(chart) if item["metadata"]["name"].endswith("-metrics")
+    }
+    with pytest.raises(
+        helm_python.HelmError, match=r"metrics.port \(8000\) must differ from server.port"
+    ):
         render(chart, {"metrics": {"port": 8000}})
 
 
@@ -112,7 +127,7 @@ def _services(objects: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, 
     return services[None], services["metrics"]
 
 
-def test_network_policy_lets_in_the_ingress_monitoring_and_helpers_and_out_only_the_database_and_dns(
+def test_network_policy_lets_in_ingress_monitoring_and_helpers_and_out_only_the_database_and_dns(
     chart: Path,
 ) -> None:
     assert "NetworkPolicy" not in {item["kind"] for item in render(chart)}
@@ -121,18 +136,29 @@ def test_network_policy_lets_in_the_ingress_monitoring_and_helpers_and_out_only_
     ingress_from, monitoring_from = service["spec"]["ingress"]
     assert ingress_from["ports"] == [{"port": "http", "protocol": "TCP"}]
     namespaces, helpers = ingress_from["from"]
-    assert namespaces == {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "ingress-nginx"}}}
+    assert namespaces == {
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "ingress-nginx"}}
+    }
     assert selects(helpers["podSelector"]["matchLabels"], _pod_labels(find(objects, "Pod")))
     assert monitoring_from == {
-        "from": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}],
+        "from": [
+            {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}
+        ],
         "ports": [{"port": "metrics", "protocol": "TCP"}],
     }
     for policy in (service, migrate):
         database, dns = policy["spec"]["egress"]
-        assert database == {"to": [{"ipBlock": {"cidr": "10.0.12.0/24"}}], "ports": [{"port": 5432, "protocol": "TCP"}]}
+        assert database == {
+            "to": [{"ipBlock": {"cidr": "10.0.12.0/24"}}],
+            "ports": [{"port": 5432, "protocol": "TCP"}],
+        }
         assert {port["port"] for port in dns["ports"]} == {53}
         assert dns["to"][0]["podSelector"] == {"matchLabels": {"k8s-app": "kube-dns"}}
-    assert "ingress" not in migrate["spec"] and migrate["spec"]["policyTypes"] == ["Ingress", "Egress"]
+    assert "ingress" not in migrate["spec"]
+    assert migrate["spec"]["policyTypes"] == [
+        "Ingress",
+        "Egress",
+    ]
     # Created before the migration Job (hook weight 0), which needs the database.
     assert int(migrate["metadata"]["annotations"]["helm.sh/hook-weight"]) < 0
     with pytest.raises(helm_python.HelmError, match="/networkPolicy/database/to"):
@@ -146,7 +172,9 @@ def test_helm_test_hook_runs_the_round_trip_script_against_the_service(chart: Pa
     (container,) = pod["spec"]["containers"]
     assert container["command"] == ["python", "-c", (chart / "files" / "helm_test.py").read_text()]
     port = service["spec"]["ports"][0]["port"]
-    assert container["env"] == [{"name": "BASE_URL", "value": f"http://{service['metadata']['name']}:{port}"}]
+    assert container["env"] == [
+        {"name": "BASE_URL", "value": f"http://{service['metadata']['name']}:{port}"}
+    ]
     assert container["securityContext"]["readOnlyRootFilesystem"] is True
     assert pod["spec"]["securityContext"]["runAsNonRoot"] is True
 
@@ -159,14 +187,19 @@ def test_helm_test_script_passes_on_a_served_service_and_fails_without_one(
         served = start_service(default_project, url, tmp_path / "service.log")
         try:
             passed = subprocess.run(
-                [sys.executable, script], env={"BASE_URL": served.url}, capture_output=True, text=True, check=False
+                [sys.executable, script],
+                env={"BASE_URL": served.url},
+                capture_output=True,
+                text=True,
+                check=False,
             )
         finally:
             served.process.terminate()
             served.process.wait(timeout=30)
     assert passed.returncode == 0, passed.stdout + passed.stderr
     steps = [line.split(":")[0] for line in passed.stdout.splitlines()]
-    assert steps[0] == "ok   GET /readyz" and steps[-1].endswith(" after DELETE"), steps
+    assert steps[0] == "ok   GET /readyz", steps
+    assert steps[-1].endswith(" after DELETE"), steps
     assert len(steps) == 5
     port = load_dev_module(default_project, "devdb").free_port()
     failed = subprocess.run(

@@ -15,7 +15,9 @@ def test_deployment_is_one_worker_on_exactly_one_core_and_4gi(chart: Path) -> No
     (container,) = pod["containers"]
     cpu_and_memory = {"cpu": "1", "memory": "4Gi"}
     assert container["resources"] == {"requests": cpu_and_memory, "limits": cpu_and_memory}
-    assert "command" not in container and "args" not in container  # the image's python -m <pkg>
+    # The image's own `python -m <package>` runs: neither is overridden.
+    assert "command" not in container
+    assert "args" not in container
     assert container["startupProbe"]["httpGet"]["path"] == "/healthz"
     assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
     assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
@@ -23,10 +25,17 @@ def test_deployment_is_one_worker_on_exactly_one_core_and_4gi(chart: Path) -> No
 
 def test_deployment_passes_server_and_pool_values_as_the_agreed_variables(chart: Path) -> None:
     values = {
-        "server": {"maxInFlight": 23, "limitConcurrency": 37, "backlog": 512, "timeoutGracefulShutdown": 15},
+        "server": {
+            "maxInFlight": 23,
+            "limitConcurrency": 37,
+            "backlog": 512,
+            "timeoutGracefulShutdown": 15,
+        },
         "database": {"poolMinSize": 3, "poolMaxSize": 6, "statementCacheSize": 0},
     }
-    (container,) = find(render(chart, values), "Deployment")["spec"]["template"]["spec"]["containers"]
+    (container,) = find(render(chart, values), "Deployment")["spec"]["template"]["spec"][
+        "containers"
+    ]
     env = {item["name"]: item.get("value") for item in container["env"]}
     assert (
         env
@@ -44,14 +53,18 @@ def test_deployment_passes_server_and_pool_values_as_the_agreed_variables(chart:
     )
 
 
-def test_every_variable_the_chart_sets_is_a_setting_of_the_service(default_project: Path, chart: Path) -> None:
+def test_every_variable_the_chart_sets_is_a_setting_of_the_service(
+    default_project: Path, chart: Path
+) -> None:
     settings = load_module(default_project, "inventory_service", "settings")
     known = {name.upper() for name in settings.Settings.model_fields}
     (container,) = find(render(chart), "Deployment")["spec"]["template"]["spec"]["containers"]
     assert {item["name"] for item in container["env"]} <= known
 
 
-def test_shutdown_sleeps_before_sigterm_and_the_grace_period_outlasts_the_drain(chart: Path) -> None:
+def test_shutdown_sleeps_before_sigterm_and_the_grace_period_outlasts_the_drain(
+    chart: Path,
+) -> None:
     values = yaml.safe_load((chart / "values.yaml").read_text())
     pod = find(render(chart), "Deployment")["spec"]["template"]["spec"]
     (container,) = pod["containers"]
@@ -90,9 +103,13 @@ def test_database_url_comes_from_a_secret_and_an_existing_one_is_used_as_is(char
     secret = find(created, "Secret")
     assert url_source(created) == {"name": secret["metadata"]["name"], "key": "DATABASE_URL"}
     assert secret["stringData"] == {"DATABASE_URL": "postgresql://app:pw@db:5432/app"}
-    assert "pre-install" in secret["metadata"]["annotations"]["helm.sh/hook"]  # before the migration
+    assert (
+        "pre-install" in secret["metadata"]["annotations"]["helm.sh/hook"]
+    )  # before the migration
 
-    existing = render(chart, {"database": {"existingSecret": "prod-db", "existingSecretKey": "url"}})
+    existing = render(
+        chart, {"database": {"existingSecret": "prod-db", "existingSecretKey": "url"}}
+    )
     assert [item for item in existing if item["kind"] == "Secret"] == []
     assert url_source(existing) == {"name": "prod-db", "key": "url"}
     (job,) = find(existing, "Job")["spec"]["template"]["spec"]["containers"]

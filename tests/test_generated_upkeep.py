@@ -25,7 +25,9 @@ def locked_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _outgrow_the_lock(project: Path) -> None:
     pyproject = project / "pyproject.toml"
-    pyproject.write_text(pyproject.read_text().replace('"orjson>=3.10,<4",', '"orjson>=3.10,<4",\n    "six>=1.16",'))
+    pyproject.write_text(
+        pyproject.read_text().replace('"orjson>=3.10,<4",', '"orjson>=3.10,<4",\n    "six>=1.16",')
+    )
 
 
 @pytest.fixture
@@ -36,7 +38,9 @@ def stale_project(locked_project: Path, tmp_path: Path) -> Path:
     return tmp_path
 
 
-def test_ci_install_syncs_from_the_lock_and_refuses_a_stale_one(locked_project: Path, stale_project: Path) -> None:
+def test_ci_install_syncs_from_the_lock_and_refuses_a_stale_one(
+    locked_project: Path, stale_project: Path
+) -> None:
     planned = run(locked_project, "make", "-n", "install", "UV_SYNC_FLAGS=--locked")
     (sync,) = [line for line in planned.stdout.splitlines() if "uv sync" in line]
     command = sync[sync.index("uv sync") :].split(";")[0].split()
@@ -44,15 +48,22 @@ def test_ci_install_syncs_from_the_lock_and_refuses_a_stale_one(locked_project: 
     # The very command, without installing: the lock matches, then pyproject.toml outgrows it.
     assert run(locked_project, *command, "--dry-run").returncode == 0
     stale = run(stale_project, *command, "--dry-run")
-    assert stale.returncode != 0 and "uv lock" in stale.stderr
+    assert stale.returncode != 0
+    assert "uv lock" in stale.stderr
 
 
-def test_make_audit_hands_pip_audit_exactly_what_the_lock_pins(locked_project: Path, stale_project: Path) -> None:
+def test_make_audit_hands_pip_audit_exactly_what_the_lock_pins(
+    locked_project: Path, stale_project: Path
+) -> None:
     """pip-audit's dry run: it reads every pinned package; tests/test_audit.py runs the audit."""
     dry_run = f"PIP_AUDIT={VENV_BIN / 'pip-audit'} --dry-run"
     audited = run(locked_project, "make", "audit", dry_run, timeout=120)
     assert audited.returncode == 0, audited.stdout + audited.stderr
-    locked = [package for package in _lock(locked_project)["package"] if package.get("source", {}).get("registry")]
+    locked = [
+        package
+        for package in _lock(locked_project)["package"]
+        if package.get("source", {}).get("registry")
+    ]
     (audited_count,) = re.findall(r"would have audited (\d+) packages", audited.stderr)
     # Every locked package but those whose markers exclude this platform (e.g. Windows-only ones).
     assert len(locked) - 5 <= int(audited_count) <= len(locked)
@@ -67,13 +78,19 @@ def test_pre_commit_hooks_are_make_lints_checks_and_fail_on_a_lint_error(tmp_pat
     project = bake(tmp_path)
     hooks = {
         hook["id"]: hook
-        for hook in yaml.safe_load((project / ".pre-commit-config.yaml").read_text())["repos"][0]["hooks"]
+        for hook in yaml.safe_load((project / ".pre-commit-config.yaml").read_text())["repos"][0][
+            "hooks"
+        ]
     }
     # --no-print-directory: under an outer make (`make test`) make announces the directory.
-    lint = run(project, "make", "--no-print-directory", "-n", "lint", "BIN=.venv/bin").stdout.strip().split(" && ")
+    lint = (
+        run(project, "make", "--no-print-directory", "-n", "lint", "BIN=.venv/bin")
+        .stdout.strip()
+        .split(" && ")
+    )
     assert [hooks[name]["entry"].replace(" --force-exclude", "") + suffix for name, suffix in
             (("ruff-check", " ."), ("ruff-format", " ."), ("mypy", ""))] == lint  # fmt: skip
-    # The project's .venv, as `make install` makes it: here the template's, which has the same tools.
+    # The project's .venv, as `make install` makes it: here the template's, with the same tools.
     (project / ".venv").mkdir()
     (project / ".venv" / "bin").symlink_to(VENV_BIN)
     git(project, "init", "-q")
@@ -87,7 +104,9 @@ def test_pre_commit_hooks_are_make_lints_checks_and_fail_on_a_lint_error(tmp_pat
 
     passed = pre_commit()
     assert passed.returncode == 0, passed.stdout + passed.stderr
-    assert {line.split(".")[0] for line in passed.stdout.splitlines() if line.endswith("Passed")} >= {
+    assert {
+        line.split(".")[0] for line in passed.stdout.splitlines() if line.endswith("Passed")
+    } >= {
         "ruff check",
         "ruff format --check",
         "mypy --strict",
@@ -97,12 +116,15 @@ def test_pre_commit_hooks_are_make_lints_checks_and_fail_on_a_lint_error(tmp_pat
     app.write_text("import os\n" + app.read_text())  # an unused import
     failed = pre_commit()
     assert failed.returncode == 1
-    assert "ruff check" in failed.stdout and "F401" in failed.stdout
+    assert "ruff check" in failed.stdout
+    assert "F401" in failed.stdout
 
 
 def _cruft_step(project: Path) -> str:
     workflow = yaml.safe_load((project / ".github" / "workflows" / "ci.yml").read_text())
-    (step,) = [step for step in workflow["jobs"]["template"]["steps"] if step.get("name") == "cruft check"]
+    (step,) = [
+        step for step in workflow["jobs"]["template"]["steps"] if step.get("name") == "cruft check"
+    ]
     script: str = step["run"]
     return script
 
@@ -110,7 +132,8 @@ def _cruft_step(project: Path) -> str:
 def test_ci_says_when_the_template_has_moved_and_stays_quiet_otherwise(tmp_path: Path) -> None:
     template = git_copy_of_template(tmp_path / "template")
     created = run(
-        tmp_path, "cruft", "create", str(template), "--no-input", "--output-dir", str(tmp_path / "out"),
+        tmp_path, "cruft", "create", str(template), "--no-input",
+        "--output-dir", str(tmp_path / "out"),
         "--extra-context", json.dumps({"lock_dependencies": "no"}),
     )  # fmt: skip
     assert created.returncode == 0, created.stderr
@@ -120,7 +143,8 @@ def test_ci_says_when_the_template_has_moved_and_stays_quiet_otherwise(tmp_path:
     git(project, "commit", "-qm", "baked")
     step = ["bash", "-e", "-c", _cruft_step(project)]
     current = run(project, *step, timeout=300)
-    assert current.returncode == 0 and "::warning" not in current.stdout, current.stdout + current.stderr
+    assert current.returncode == 0, current.stdout + current.stderr
+    assert "::warning" not in current.stdout, current.stdout + current.stderr
 
     readme = template / "{{cookiecutter.project_slug}}" / "README.md"
     readme.write_text(readme.read_text() + "\nA line the template added later.\n")

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from .baking import TEMPLATE, bake, run
+from .baking import PYTEST, TEMPLATE, bake, run
 
 VARIANTS: dict[str, dict[str, Any]] = {
     "default": {},
@@ -37,7 +37,9 @@ UNRENDERED = re.compile(r"\{\{\s*cookiecutter|\{%|cookiecutter\.")
 
 
 @pytest.fixture(scope="module", params=list(VARIANTS), ids=list(VARIANTS))
-def variant(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+def variant(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, dict[str, Any]]:
     context = VARIANTS[request.param]
     return bake(tmp_path_factory.mktemp(request.param), **context), context
 
@@ -73,10 +75,14 @@ def test_variant_uses_its_names(variant: tuple[Path, dict[str, Any]]) -> None:
     assert f"CREATE TABLE {plural} (" in migration
 
 
-def test_variant_carries_only_the_auth_modules_of_its_option(variant: tuple[Path, dict[str, Any]]) -> None:
+def test_variant_carries_only_the_auth_modules_of_its_option(
+    variant: tuple[Path, dict[str, Any]],
+) -> None:
     project, context = variant
     package = project / "src" / context.get("package_name", _package(project))
-    modules = {"none": set(), "api_key": {"auth.py"}, "jwt": {"auth.py", "jwks.py"}}[context.get("auth", "none")]
+    modules = {"none": set(), "api_key": {"auth.py"}, "jwt": {"auth.py", "jwks.py"}}[
+        context.get("auth", "none")
+    ]
     assert {path.name for path in package.glob("*.py")} & {"auth.py", "jwks.py"} == modules
     tests = {path.name for path in (project / "tests").glob("*.py")}
     assert ("test_auth.py" in tests) == bool(modules)
@@ -118,7 +124,7 @@ def test_variant_passes_its_own_suite_on_postgres(
     variant: tuple[Path, dict[str, Any]], postgres_url: str
 ) -> None:
     project, _ = variant
-    result = run(project, sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", DATABASE_URL=postgres_url)
+    result = run(project, *PYTEST, DATABASE_URL=postgres_url)
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-2000:]
     assert " passed" in result.stdout
 
@@ -131,7 +137,9 @@ def test_locked_bake_installs_and_tests_with_its_own_makefile(
     assert (project / "uv.lock").is_file()
     for target in ("install", "lint", "test"):
         result = run(project, "make", target, DATABASE_URL=postgres_url, PYTHONPATH="")
-        assert result.returncode == 0, f"make {target}:\n{result.stdout[-3000:]}{result.stderr[-3000:]}"
+        assert result.returncode == 0, (
+            f"make {target}:\n{result.stdout[-3000:]}{result.stderr[-3000:]}"
+        )
 
 
 @pytest.mark.parametrize(
@@ -153,7 +161,16 @@ def test_hook_refuses_bad_options_with_a_clear_message(
 ) -> None:
     options = [f"{key}={value}" for key, value in context.items()]
     result = subprocess.run(
-        [sys.executable, "-m", "cookiecutter", str(TEMPLATE), "--no-input", "-o", str(tmp_path), *options],
+        [
+            sys.executable,
+            "-m",
+            "cookiecutter",
+            str(TEMPLATE),
+            "--no-input",
+            "-o",
+            str(tmp_path),
+            *options,
+        ],
         capture_output=True,
         text=True,
         check=False,

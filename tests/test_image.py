@@ -1,6 +1,6 @@
-"""The baked image as written: hadolint, the Dockerfile's shape, compose, and the image's command run
-outside a container with the Dockerfile's environment on a real PostgreSQL (tests/test_image_build.py
-builds and runs the image itself)."""
+"""The baked image as written: hadolint, the Dockerfile's shape, compose, and the image's command
+run outside a container with the Dockerfile's environment on a real PostgreSQL
+(tests/test_image_build.py builds and runs the image itself)."""
 
 import json
 import shlex
@@ -21,7 +21,11 @@ from .serving import scratch_database, wait_until_answering
 def _dockerfile_runtime(project: Path) -> tuple[dict[str, str], list[str], str]:
     """ENV, CMD and STOPSIGNAL of the Dockerfile's last stage (the image that ships)."""
     text = (project / "Dockerfile").read_text().replace("\\\n", " ")
-    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    lines = [
+        line.strip()
+        for line in text.splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
     last_from = max(index for index, line in enumerate(lines) if line.upper().startswith("FROM "))
     env: dict[str, str] = {}
     command: list[str] = []
@@ -29,7 +33,9 @@ def _dockerfile_runtime(project: Path) -> tuple[dict[str, str], list[str], str]:
     for line in lines[last_from:]:
         instruction, _, rest = line.partition(" ")
         if instruction == "ENV":
-            env.update(pair.split("=", 1) for pair in shlex.split(rest))
+            for pair in shlex.split(rest):
+                name, _, value = pair.partition("=")
+                env[name] = value
         elif instruction == "CMD":
             command = json.loads(rest)
         elif instruction == "STOPSIGNAL":
@@ -59,15 +65,18 @@ def test_hadolint_flags_a_root_single_stage_image(tmp_path: Path) -> None:
         check=False,
     )
     assert result.returncode != 0
-    assert "DL3006" in result.stdout and "DL3002" in result.stdout
+    assert "DL3006" in result.stdout
+    assert "DL3002" in result.stdout
 
 
 def test_image_is_multi_stage_non_root_and_runs_the_package(default_project: Path) -> None:
     dockerfile = (default_project / "Dockerfile").read_text()
     stages = [line for line in dockerfile.splitlines() if line.startswith("FROM ")]
-    assert len(stages) >= 3 and "slim" in stages[-1]
+    assert len(stages) >= 3
+    assert "slim" in stages[-1]
     runtime = dockerfile.split(stages[-1], 1)[1]
-    assert "--from=uv" not in runtime and "uv sync" not in runtime  # no build tool shipped
+    assert "--from=uv" not in runtime  # no build tool shipped
+    assert "uv sync" not in runtime
     assert "COPY --from=build /app/.venv /app/.venv" in runtime
     assert "\nUSER 10001:10001\n" in runtime
     assert not {"gcc", "build-essential", "apt-get"} & set(dockerfile.split())
@@ -78,7 +87,9 @@ def test_image_is_multi_stage_non_root_and_runs_the_package(default_project: Pat
     assert ignored.splitlines()[1] == "*"  # nothing but what is listed goes into the context
 
 
-def test_compose_runs_postgres_then_a_one_shot_migration_then_the_app_on_one_core(default_project: Path) -> None:
+def test_compose_runs_postgres_then_a_one_shot_migration_then_the_app_on_one_core(
+    default_project: Path,
+) -> None:
     compose = yaml.safe_load((default_project / "compose.yaml").read_text())
     services = compose["services"]
     assert services["db"]["healthcheck"]["test"]
@@ -96,30 +107,44 @@ def fresh_database(postgres_url: str) -> Iterator[str]:
         yield url
 
 
-def test_image_command_serves_and_drains_outside_a_container(default_project: Path, fresh_database: str) -> None:
+def test_image_command_serves_and_drains_outside_a_container(
+    default_project: Path, fresh_database: str
+) -> None:
     """The Dockerfile's CMD with the Dockerfile's ENV, after compose's migrate command."""
     image_env, command, stop_signal = _dockerfile_runtime(default_project)
     compose = yaml.safe_load((default_project / "compose.yaml").read_text())
-    migrate = run(default_project, *compose["services"]["migrate"]["command"], DATABASE_URL=fresh_database)
+    migrate = run(
+        default_project, *compose["services"]["migrate"]["command"], DATABASE_URL=fresh_database
+    )
     assert migrate.returncode == 0, migrate.stderr
     devdb = load_dev_module(default_project, "devdb")
     port = devdb.free_port()
     # PATH inside the image points at /app/.venv; here the template's venv plays that part.
-    env = tool_env(default_project, **{key: value for key, value in image_env.items() if key != "PATH"})
+    env = tool_env(
+        default_project, **{key: value for key, value in image_env.items() if key != "PATH"}
+    )
     env |= {"DATABASE_URL": fresh_database, "PORT": str(port)}
     argv = [sys.executable if command[0] == "python" else command[0], *command[1:]]
-    process = subprocess.Popen(argv, cwd=default_project, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    process = subprocess.Popen(
+        argv, cwd=default_project, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
     try:
         base = f"http://127.0.0.1:{port}"
         _wait_until_ready(process, f"{base}/readyz")
-        created = httpx.post(f"{base}/items", json={"name": "crate", "price_cents": 1200}, timeout=5)
+        created = httpx.post(
+            f"{base}/items", json={"name": "crate", "price_cents": 1200}, timeout=5
+        )
         assert created.status_code == 201, created.text
-        assert httpx.get(f"{base}/items/{created.json()['id']}", timeout=5).json()["name"] == "crate"
+        assert (
+            httpx.get(f"{base}/items/{created.json()['id']}", timeout=5).json()["name"] == "crate"
+        )
         stop = getattr(signal, stop_signal)
         process.send_signal(stop)
         # uvicorn drains, runs the lifespan shutdown, then re-raises the signal it caught: the
         # exit status is "killed by SIGTERM" (143 in a container) after a clean shutdown.
-        output, _ = process.communicate(timeout=float(env.get("TIMEOUT_GRACEFUL_SHUTDOWN", "20")) + 10)
+        output, _ = process.communicate(
+            timeout=float(env.get("TIMEOUT_GRACEFUL_SHUTDOWN", "20")) + 10
+        )
         assert process.returncode == -stop
         assert b"Application shutdown complete" in output
         assert b"pool_closed" in output
@@ -135,4 +160,6 @@ def _wait_until_ready(process: "subprocess.Popen[bytes]", url: str) -> None:
         wait_until_answering(process, url, what="the image command", seconds=30)
     except RuntimeError:
         output, _ = process.communicate()
-        raise AssertionError(f"the image command did not become ready: {output.decode()[-2000:]}") from None
+        raise AssertionError(
+            f"the image command did not become ready: {output.decode()[-2000:]}"
+        ) from None

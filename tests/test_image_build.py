@@ -32,7 +32,8 @@ pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(
         not (shutil.which("buildah") and shutil.which("debootstrap") and os.geteuid() == 0),
-        reason="needs buildah and debootstrap, as root (apt-get install buildah debootstrap; .ci/run does)",
+        reason="needs buildah and debootstrap, as root "
+        "(apt-get install buildah debootstrap; .ci/run does)",
     ),
 ]
 STORE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "fastapi-1core" / "buildah"
@@ -40,35 +41,49 @@ BASE = "python:3.11-slim-bookworm"
 UV = "ghcr.io/astral-sh/uv:0.9"
 IMAGE = "inventory-service:test"
 MIRROR = "http://deb.debian.org/debian"
+# buildah on the tests' own store of images (see above).
+BUILDAH = ["buildah", "--root", str(STORE / "root"), "--runroot", str(STORE / "run"),
+           "--storage-driver", "vfs"]  # fmt: skip
 
 
 def buildah(*args: str, timeout: float = 300) -> str:
-    command = ["buildah", "--root", str(STORE / "root"), "--runroot", str(STORE / "run"), "--storage-driver", "vfs"]
-    result = subprocess.run([*command, *args], capture_output=True, text=True, timeout=timeout, check=False)
+    result = subprocess.run(
+        [*BUILDAH, *args], capture_output=True, text=True, timeout=timeout, check=False
+    )
     if result.returncode != 0:
-        raise AssertionError(f"buildah {' '.join(args)}: {result.stdout[-2000:]}{result.stderr[-2000:]}")
+        raise AssertionError(
+            f"buildah {' '.join(args)}: {result.stdout[-2000:]}{result.stderr[-2000:]}"
+        )
     return result.stdout.strip()
 
 
 def _has_image(name: str) -> bool:
-    return subprocess.run(
-        ["buildah", "--root", str(STORE / "root"), "--runroot", str(STORE / "run"), "--storage-driver", "vfs",
-         "inspect", "--type", "image", name], capture_output=True, check=False,
-    ).returncode == 0  # fmt: skip
+    inspect = [*BUILDAH, "inspect", "--type", "image", name]
+    return subprocess.run(inspect, capture_output=True, check=False).returncode == 0
 
 
 def _python_stand_in(work: Path) -> None:
     rootfs = work / "bookworm"
     debootstrap = subprocess.run(
-        ["debootstrap", "--variant=minbase", "--include=python3.11,passwd", "bookworm", str(rootfs), MIRROR],
+        ["debootstrap", "--variant=minbase", "--include=python3.11,passwd", "bookworm",
+         str(rootfs), MIRROR],
         capture_output=True, text=True, timeout=600, check=False,
     )  # fmt: skip
     if debootstrap.returncode != 0:
         pytest.skip(f"debootstrap cannot build a bookworm root here: {debootstrap.stderr[-500:]}")
-    for junk in ("var/cache/apt/archives", "var/lib/apt/lists", "usr/share/doc", "usr/share/man", "usr/share/locale"):
+    for junk in (
+        "var/cache/apt/archives",
+        "var/lib/apt/lists",
+        "usr/share/doc",
+        "usr/share/man",
+        "usr/share/locale",
+    ):
         shutil.rmtree(rootfs / junk, ignore_errors=True)
     (rootfs / "etc" / "ssl" / "certs").mkdir(parents=True, exist_ok=True)
-    shutil.copy2("/etc/ssl/certs/ca-certificates.crt", rootfs / "etc" / "ssl" / "certs" / "ca-certificates.crt")
+    shutil.copy2(
+        "/etc/ssl/certs/ca-certificates.crt",
+        rootfs / "etc" / "ssl" / "certs" / "ca-certificates.crt",
+    )
     for name in ("python", "python3"):  # where the official image has them
         (rootfs / "usr" / "local" / "bin" / name).symlink_to("/usr/bin/python3.11")
     with tarfile.open(work / "rootfs.tar", "w") as archive:
@@ -76,7 +91,8 @@ def _python_stand_in(work: Path) -> None:
     container = buildah("from", "scratch")
     buildah("add", container, str(work / "rootfs.tar"), "/")
     buildah("config", "--env", "PATH=/usr/local/bin:/usr/local/sbin:/usr/sbin:/usr/bin:/sbin:/bin",
-            "--env", "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt", "--cmd", "python3", container)  # fmt: skip
+            "--env", "SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt", "--cmd", "python3",
+            container)  # fmt: skip
     buildah("commit", "--rm", container, BASE)
 
 
@@ -89,7 +105,9 @@ def _uv_stand_in(work: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def image(default_project: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, float | str]]:
+def image(
+    default_project: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, float | str]]:
     work = tmp_path_factory.mktemp("image")
     started = time.monotonic()
     buildah("rm", "--all")  # working containers an interrupted run left in this store of our own
@@ -99,16 +117,32 @@ def image(default_project: Path, tmp_path_factory: pytest.TempPathFactory) -> It
         buildah("rmi", UV)
     _uv_stand_in(work)
     stand_ins = time.monotonic() - started
-    context = Path(shutil.copytree(default_project, work / "context", ignore=shutil.ignore_patterns("results")))
+    context = Path(
+        shutil.copytree(default_project, work / "context", ignore=shutil.ignore_patterns("results"))
+    )
     started = time.monotonic()
-    buildah("bud", "--isolation", "chroot", "--pull=never", "--layers=false", "-t", IMAGE, str(context), timeout=600)
+    buildah(
+        "bud",
+        "--isolation",
+        "chroot",
+        "--pull=never",
+        "--layers=false",
+        "-t",
+        IMAGE,
+        str(context),
+        timeout=600,
+    )
     built = time.monotonic() - started
     sizes = {
         line.split()[0]: line.split(maxsplit=1)[1]
         for line in buildah("images", "--format", "{{.Name}}:{{.Tag}} {{.Size}}").splitlines()
     }
-    figures = {"build_seconds": round(built, 1), "stand_ins_seconds": round(stand_ins, 1),
-               "image_size": sizes[f"localhost/{IMAGE}"], "base_size": sizes[f"docker.io/library/{BASE}"]}  # fmt: skip
+    figures: dict[str, float | str] = {
+        "build_seconds": round(built, 1),
+        "stand_ins_seconds": round(stand_ins, 1),
+        "image_size": sizes[f"localhost/{IMAGE}"],
+        "base_size": sizes[f"docker.io/library/{BASE}"],
+    }
     Figures(tmp_path_factory.getbasetemp()).record("image_build", **figures)
     print(f"image: {figures}")
     yield figures
@@ -116,7 +150,8 @@ def image(default_project: Path, tmp_path_factory: pytest.TempPathFactory) -> It
 
 
 def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
-    """Every file of a container's root with its size and mtime, /tmp aside (an emptyDir in the pod)."""
+    """Every file of a container's root with its size and mtime, /tmp aside (an emptyDir in the
+    pod)."""
     found = {}
     for folder, _, files in os.walk(root):
         relative = Path(folder).relative_to(root)
@@ -141,8 +176,9 @@ def test_image_builds_unchanged_and_serves_as_uid_10001_from_an_unwritten_root(
     os.chmod(tmp, 0o1777)
     try:
         with scratch_database(postgres_url, "image_build") as url:
-            run = ["run", "--isolation", "chroot", "--env", f"DATABASE_URL={url}", "--env", f"PORT={port}",
-                   "--mount", f"type=bind,source={tmp},destination=/tmp", container, "--"]  # fmt: skip
+            run = ["run", "--isolation", "chroot", "--env", f"DATABASE_URL={url}",
+                   "--env", f"PORT={port}", "--mount", f"type=bind,source={tmp},destination=/tmp",
+                   container, "--"]  # fmt: skip
             buildah(*run, "alembic", "upgrade", "head")  # what the migration Job runs
             served = _serve_and_drain(run, config["Cmd"], port)
         after = _snapshot(root)
@@ -154,32 +190,45 @@ def test_image_builds_unchanged_and_serves_as_uid_10001_from_an_unwritten_root(
     assert served["round_trip"] == [201, 200, 204, 404]
     # uvicorn drains, closes the pool, then re-raises SIGTERM: buildah run reports that as status 1.
     output = str(served["output"])
-    assert "Application shutdown complete" in output and "pool_closed" in output, output[-3000:]
+    assert "Application shutdown complete" in output, output[-3000:]
+    assert "pool_closed" in output, output[-3000:]
     assert served["returncode"] == 1, output[-3000:]
     changed = {path for path in before.keys() | after.keys() if before.get(path) != after.get(path)}
     assert changed == set(), sorted(changed)[:20]  # the service wrote nothing outside /tmp
 
 
 def _serve_and_drain(run: list[str], command: list[str], port: int) -> dict[str, object]:
-    base = ["buildah", "--root", str(STORE / "root"), "--runroot", str(STORE / "run"), "--storage-driver", "vfs"]
-    process = subprocess.Popen([*base, *run, *command], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    process = subprocess.Popen(
+        [*BUILDAH, *run, *command], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
     try:
         url = f"http://127.0.0.1:{port}"
         try:
             wait_until_answering(process, f"{url}/readyz", what="the image")
         except RuntimeError:
-            raise AssertionError(f"the image did not become ready: {process.communicate()[0][-3000:]}") from None
+            raise AssertionError(
+                f"the image did not become ready: {process.communicate()[0][-3000:]}"
+            ) from None
         created = httpx.post(f"{url}/items", json={"name": "crate", "price_cents": 1200}, timeout=5)
         item = f"{url}/items/{created.json()['id']}"
         statuses = [created.status_code, httpx.get(item, timeout=5).status_code]
-        statuses += [httpx.delete(item, timeout=5).status_code, httpx.get(item, timeout=5).status_code]
-        # buildah's chroot helper carries the command in its arguments too: the server is the python.
+        statuses += [
+            httpx.delete(item, timeout=5).status_code,
+            httpx.get(item, timeout=5).status_code,
+        ]
+        # buildah's chroot helper has the command in its arguments too: the server is the python.
         (server,) = [child for child in psutil.Process(process.pid).children(recursive=True)
-                     if child.cmdline()[-2:] == command[-2:] and Path(child.exe()).name.startswith("python")]  # fmt: skip
+                     if child.cmdline()[-2:] == command[-2:]
+                     and Path(child.exe()).name.startswith("python")]  # fmt: skip
         uid = server.uids().real
         server.send_signal(signal.SIGTERM)  # what the kubelet sends (the image's STOPSIGNAL)
         output, _ = process.communicate(timeout=60)
-        return {"uid": uid, "round_trip": statuses, "returncode": process.returncode, "output": output}
+        return {
+            "uid": uid,
+            "round_trip": statuses,
+            "returncode": process.returncode,
+            "output": output,
+        }
     finally:
         if process.poll() is None:  # the chroot helper and the server outlive a killed buildah
             for child in psutil.Process(process.pid).children(recursive=True):
@@ -190,4 +239,5 @@ def _serve_and_drain(run: list[str], command: list[str], port: int) -> dict[str,
 
 def test_image_size_and_build_time_are_reported(image: dict[str, float | str]) -> None:
     assert float(image["build_seconds"]) < 300
-    assert str(image["image_size"]).endswith("MB") and sys.platform == "linux"
+    assert str(image["image_size"]).endswith("MB")
+    assert sys.platform == "linux"

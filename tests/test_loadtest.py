@@ -16,14 +16,13 @@ from typing import Any
 
 import pytest
 
-from .baking import bake, run, tool_env
-from .serving import free_tcp_port, migrated_database, serve_process
+from .baking import bake, load_dev_module, run, tool_env
+from .serving import migrated_database, serve_process
 
 pytestmark = pytest.mark.slow
 PACKAGE = "inventory_service"
 QUICK = ["--concurrency", "2,8,32", "--step-seconds", "1.5", "--warmup-seconds", "0.5",
          "--search-seconds", "1.5", "--repeats", "3", "--seed-rows", "2000"]  # fmt: skip
-
 
 
 @pytest.fixture(scope="module")
@@ -38,12 +37,14 @@ def database_url(project: Path, postgres_url: str) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def knee_run(project: Path, database_url: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def knee_run(
+    project: Path, database_url: str, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Any]:
     """One short `python -m loadtest` on two scenarios, `create` held to an impossible budget."""
     folder = tmp_path_factory.mktemp("knee")
     budget = (project / "loadtest" / "budget.toml").read_text()
-    budget = budget.replace("[scenarios.create]     # POST /<resources> with a small valid body\nmin_rps = 400",
-                            "[scenarios.create]\nmin_rps = 1000000")  # fmt: skip
+    create = "[scenarios.create]     # POST /<resources> with a small valid body\nmin_rps = 400"
+    budget = budget.replace(create, "[scenarios.create]\nmin_rps = 1000000")
     assert "min_rps = 1000000" in budget
     (folder / "budget.toml").write_text(budget)
     result = run(
@@ -79,7 +80,9 @@ def test_knee_test_proves_the_client_was_not_the_ceiling(knee_run: dict[str, Any
         assert knee["server_cpu"] is not None
 
 
-def test_slo_capacity_is_searched_open_loop_and_confirmed_by_repeats(knee_run: dict[str, Any]) -> None:
+def test_slo_capacity_is_searched_open_loop_and_confirmed_by_repeats(
+    knee_run: dict[str, Any],
+) -> None:
     for name, scenario in knee_run["results"]["scenarios"].items():
         found = scenario["search"]
         budget = scenario["budget"]
@@ -90,8 +93,13 @@ def test_slo_capacity_is_searched_open_loop_and_confirmed_by_repeats(knee_run: d
             assert step["requests"] == pytest.approx(step["rate"] * step["seconds"], rel=0.05)
         assert found["slo_rps"] is not None, name
         assert len(found["repeats"]) == 3
-        assert all(step["rate"] == pytest.approx(found["slo_rps"], abs=0.1) for step in found["repeats"])
-        held = [step["p99_ms"] <= budget["max_p99_ms"] and step["errors"] == 0 for step in found["repeats"]]
+        assert all(
+            step["rate"] == pytest.approx(found["slo_rps"], abs=0.1) for step in found["repeats"]
+        )
+        held = [
+            step["p99_ms"] <= budget["max_p99_ms"] and step["errors"] == 0
+            for step in found["repeats"]
+        ]
         assert 2 * sum(held) > len(held), found["repeats"]  # most repeats held the budget
         # Any rate tried above the capacity failed: the search claims the highest rate that held.
         above = [step for step in found["trials"] if step["rate"] > found["slo_rps"] + 0.1]
@@ -101,7 +109,9 @@ def test_slo_capacity_is_searched_open_loop_and_confirmed_by_repeats(knee_run: d
         assert spread["p99_min_ms"] <= spread["p99_median_ms"] <= spread["p99_max_ms"]
 
 
-def test_knee_test_exits_non_zero_with_a_line_per_missed_budget_item(knee_run: dict[str, Any]) -> None:
+def test_knee_test_exits_non_zero_with_a_line_per_missed_budget_item(
+    knee_run: dict[str, Any],
+) -> None:
     process, results = knee_run["process"], knee_run["results"]
     assert process.returncode == 1, process.stdout[-3000:] + process.stderr[-3000:]
     assert any(miss.startswith("MISS create: SLO capacity ") for miss in results["misses"])
@@ -135,7 +145,7 @@ def test_knee_test_agrees_with_wrk_run_back_to_back(knee_run: dict[str, Any]) ->
 
 @pytest.fixture(scope="module")
 def served(project: Path, database_url: str, knee_run: dict[str, Any]) -> Iterator[str]:
-    port = free_tcp_port()
+    port = load_dev_module(project, "devdb").free_port()
     env = tool_env(project, DATABASE_URL=database_url, PORT=str(port), LOG_LEVEL="warning")
     process = serve_process([sys.executable, "-m", PACKAGE], project, env, port)
     yield f"http://127.0.0.1:{port}"
@@ -145,27 +155,36 @@ def served(project: Path, database_url: str, knee_run: dict[str, Any]) -> Iterat
 
 def _k6(project: Path, url: str, budget: Path, results: Path) -> subprocess.CompletedProcess[str]:
     return run(
-        project, sys.executable, "-m", "loadtest", "--budget", str(budget), "--results", str(results),
-        "k6", "--url", url, "--scenarios", "by_id,create", "--seconds", "2", "--rate-scale", "0.2",
+        project, sys.executable, "-m", "loadtest",
+        "--budget", str(budget), "--results", str(results), "k6", "--url", url,
+        "--scenarios", "by_id,create", "--seconds", "2", "--rate-scale", "0.2",
         timeout=120,
     )  # fmt: skip
 
 
-def test_k6_passes_with_thresholds_generated_from_the_budget(project: Path, served: str, tmp_path: Path) -> None:
+def test_k6_passes_with_thresholds_generated_from_the_budget(
+    project: Path, served: str, tmp_path: Path
+) -> None:
     result = _k6(project, served, project / "loadtest" / "budget.toml", tmp_path)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     config = json.loads((tmp_path / "k6-config.json").read_text())
     thresholds = config["options"]["thresholds"]
     assert thresholds["http_req_duration{scenario:by_id}"] == ["p(99)<50"]
     assert thresholds["http_req_failed{scenario:create}"] == ["rate<=0"]
-    rates = {name: item["stages"][-1]["target"] for name, item in config["options"]["scenarios"].items()}
+    rates = {
+        name: item["stages"][-1]["target"] for name, item in config["options"]["scenarios"].items()
+    }
     assert rates == {"by_id": round(1000 * 0.7 * 0.2), "create": round(400 * 0.7 * 0.2)}
     summary = json.loads((tmp_path / "k6-summary.json").read_text())
     assert summary["metrics"]["http_reqs"]["count"] > 0
 
 
 def test_k6_fails_when_the_budget_is_missed(project: Path, served: str, tmp_path: Path) -> None:
-    budget = (project / "loadtest" / "budget.toml").read_text().replace("max_p99_ms = 50.0", "max_p99_ms = 0.01")
+    budget = (
+        (project / "loadtest" / "budget.toml")
+        .read_text()
+        .replace("max_p99_ms = 50.0", "max_p99_ms = 0.01")
+    )
     (tmp_path / "budget.toml").write_text(budget)
     result = _k6(project, served, tmp_path / "budget.toml", tmp_path)
     assert result.returncode == 99, result.stdout[-3000:] + result.stderr[-3000:]

@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-from .baking import run, tool_env
-from .serving import free_tcp_port, serve_process
+from .baking import load_dev_module, run, tool_env
+from .serving import serve_process
 
 pytestmark = pytest.mark.slow
 
-LITTLE_APP = '''
+LITTLE_APP = """
 import asyncio
 import time
 
@@ -52,16 +52,17 @@ async def capped() -> dict[str, str]:
 def block() -> dict[str, str]:
     time.sleep(0.05)  # a sync handler: runs in anyio's thread pool of 40 threads
     return {}
-'''
+"""
 
 
 @pytest.fixture(scope="module")
 def little_app(default_project: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     folder = tmp_path_factory.mktemp("little")
     (folder / "little.py").write_text(LITTLE_APP)
-    port = free_tcp_port()
-    command = [sys.executable, "-m", "uvicorn", "little:app", "--app-dir", str(folder), "--port", str(port),
-               "--loop", "uvloop", "--http", "httptools", "--no-access-log", "--log-level", "warning"]  # fmt: skip
+    port = load_dev_module(default_project, "devdb").free_port()
+    command = [sys.executable, "-m", "uvicorn", "little:app", "--app-dir", str(folder),
+               "--port", str(port), "--loop", "uvloop", "--http", "httptools", "--no-access-log",
+               "--log-level", "warning"]  # fmt: skip
     process = serve_process(command, folder, tool_env(default_project), port)
     yield f"http://127.0.0.1:{port}"
     process.terminate()
@@ -78,7 +79,9 @@ def _probe(project: Path, url: str, path: str) -> dict[str, Any]:
     return step
 
 
-def test_engine_measures_littles_law_on_an_async_sleep(default_project: Path, little_app: str) -> None:
+def test_engine_measures_littles_law_on_an_async_sleep(
+    default_project: Path, little_app: str
+) -> None:
     step = _probe(default_project, little_app, "/sleep")
     # 64 in flight, 50 ms each: at most 64 / 0.05 s = 1,280 RPS; the engine must come close.
     assert step["errors"] == 0
@@ -88,22 +91,29 @@ def test_engine_measures_littles_law_on_an_async_sleep(default_project: Path, li
     assert step["rps"] * step["p50_ms"] / 1000 == pytest.approx(64, rel=0.15)
 
 
-def test_engine_sees_the_40_thread_ceiling_of_a_blocking_handler(default_project: Path, little_app: str) -> None:
+def test_engine_sees_the_40_thread_ceiling_of_a_blocking_handler(
+    default_project: Path, little_app: str
+) -> None:
     step = _probe(default_project, little_app, "/block")
     # 40 threads, 50 ms each: at most 800 RPS however many requests wait; far more than one thread.
     assert step["errors"] == 0
     assert 0.5 * 800 < step["rps"] < 800, step
 
 
-def test_rate_search_on_a_capped_sleep_finds_the_rate_littles_law_gives(default_project: Path, little_app: str) -> None:
+def test_rate_search_on_a_capped_sleep_finds_the_rate_littles_law_gives(
+    default_project: Path, little_app: str
+) -> None:
     """20 in flight at most, 50 ms each: 20 / 0.05 s = 400 RPS. Below it hardly anything waits;
     above it the queue grows for the whole trial and p99 leaves the 150 ms budget: the search must
     land there."""
     result = run(
-        default_project, sys.executable, "-m", "loadtest", "search", "--url", little_app, "--path", "/capped",
-        "--start-rps", "200", "--max-p99-ms", "150", "--seconds", "3", "--repeats", "2", timeout=400,
+        default_project, sys.executable, "-m", "loadtest", "search",
+        "--url", little_app, "--path", "/capped", "--start-rps", "200", "--max-p99-ms", "150",
+        "--seconds", "3", "--repeats", "2", timeout=400,
     )  # fmt: skip
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     found = json.loads(result.stdout.strip().splitlines()[-1])
-    assert 0.9 * 400 <= found["slo_rps"] <= 1.1 * 400, [(t["rate"], t["p99_ms"]) for t in found["trials"]]
+    assert 0.9 * 400 <= found["slo_rps"] <= 1.1 * 400, [
+        (t["rate"], t["p99_ms"]) for t in found["trials"]
+    ]
     assert all(step["errors"] == 0 for step in found["repeats"])

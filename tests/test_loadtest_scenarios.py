@@ -40,9 +40,9 @@ class _Recorder(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(payload)
 
-    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _answer  # noqa: N815 (http.server's names)
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _answer
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (http.server's name)
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
 
@@ -70,7 +70,9 @@ def _url(server: _RecordingServer) -> str:
 def _pattern(scenarios: Any, template: str) -> re.Pattern[str]:
     """A template of the table as a regular expression: its placeholders are numbers."""
     split = scenarios.parts(template)
-    return re.compile("".join(re.escape(part) if i % 2 == 0 else r"\d+" for i, part in enumerate(split)))
+    return re.compile(
+        "".join(re.escape(part) if i % 2 == 0 else r"\d+" for i, part in enumerate(split))
+    )
 
 
 def _operations(scenarios: Any, requests: list[Request]) -> Counter[str]:
@@ -83,7 +85,9 @@ def _operations(scenarios: Any, requests: list[Request]) -> Counter[str]:
             if operation.method == method
             and _pattern(scenarios, operation.path).fullmatch(target)
             and (
-                _pattern(scenarios, operation.body).fullmatch(body) if operation.body else body == ""
+                _pattern(scenarios, operation.body).fullmatch(body)
+                if operation.body
+                else body == ""
             )
         ]
         assert len(names) == 1, (method, target, body)
@@ -98,7 +102,9 @@ def _assert_mixed(scenarios: Any, requests: list[Request], tolerance: float) -> 
     assert set(found) == set(mix), found
     total = sum(found.values())
     for name, weight in mix.items():
-        assert found[name] / total == pytest.approx(weight / sum(mix.values()), abs=tolerance), found
+        assert found[name] / total == pytest.approx(weight / sum(mix.values()), abs=tolerance), (
+            found
+        )
 
 
 ENGINE = """

@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from .baking import TEMPLATE
+from .baking import TEMPLATE, VENV_BIN
 from .serving import Served, migrated_database, start_service
 
 ITEM_TEMPLATE = "/items/{item_id}"
@@ -39,14 +39,26 @@ def serve(project: Path, database_url: str, log: Path, **env: str) -> Iterator[S
         served.process.wait(timeout=30)
 
 
-def test_baked_service_middleware_over_tcp(default_project: Path, database_url: str, tmp_path: Path) -> None:
+def test_baked_service_middleware_over_tcp(
+    default_project: Path, database_url: str, tmp_path: Path
+) -> None:
     log = tmp_path / "server.log"
     # 127.0.0.1 stands for the proxy whose X-Request-ID the service keeps.
     with (
-        serve(default_project, database_url, log, MAX_BODY_BYTES="1000", FORWARDED_ALLOW_IPS="127.0.0.1") as served,
+        serve(
+            default_project,
+            database_url,
+            log,
+            MAX_BODY_BYTES="1000",
+            FORWARDED_ALLOW_IPS="127.0.0.1",
+        ) as served,
         httpx.Client(base_url=served.url) as http,
     ):
-        created = http.post("/items", json={"name": "tcp", "price_cents": 1}, headers={"x-request-id": "tmpl-create"})
+        created = http.post(
+            "/items",
+            json={"name": "tcp", "price_cents": 1},
+            headers={"x-request-id": "tmpl-create"},
+        )
         assert created.status_code == 201
         assert created.headers["x-request-id"] == "tmpl-create"
         item_id = created.json()["id"]
@@ -55,15 +67,23 @@ def test_baked_service_middleware_over_tcp(default_project: Path, database_url: 
         assert fetched.headers["x-request-id"] == "tmpl-get"
         assert len(http.get("/healthz").headers["x-request-id"]) == 32
 
-        oversize = http.post("/items", content=b"{" + b" " * 2000 + b"}", headers={"content-type": "application/json"})
+        oversize = http.post(
+            "/items",
+            content=b"{" + b" " * 2000 + b"}",
+            headers={"content-type": "application/json"},
+        )
         assert oversize.status_code == 413
         assert oversize.headers["content-type"] == "application/problem+json"
 
         assert http.get("/metrics").status_code == 404  # only on the metrics port
         metrics = httpx.get(f"http://127.0.0.1:{served.metrics_port}/metrics").text
-        assert f'http_requests_total{{method="GET",route="{ITEM_TEMPLATE}",status="200"}} 1.0' in metrics
-        assert f"/items/{item_id}\"" not in metrics
-        assert "db_pool_size" in metrics and "event_loop_lag_seconds_count" in metrics
+        assert (
+            f'http_requests_total{{method="GET",route="{ITEM_TEMPLATE}",status="200"}} 1.0'
+            in metrics
+        )
+        assert f'/items/{item_id}"' not in metrics
+        assert "db_pool_size" in metrics
+        assert "event_loop_lag_seconds_count" in metrics
 
     lines = [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
     get_lines = [line for line in lines if line.get("request_id") == "tmpl-get"]
@@ -76,7 +96,9 @@ def test_baked_service_middleware_over_tcp(default_project: Path, database_url: 
 def test_baked_service_sheds_load_over_its_concurrency_limit(
     default_project: Path, database_url: str, tmp_path: Path
 ) -> None:
-    with serve(default_project, database_url, tmp_path / "server.log", LIMIT_CONCURRENCY="2") as served:
+    with serve(
+        default_project, database_url, tmp_path / "server.log", LIMIT_CONCURRENCY="2"
+    ) as served:
         base, port = served.url, served.port
         with socket.create_connection(("127.0.0.1", port)) as held:
             held.sendall(b"GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n")
@@ -99,13 +121,19 @@ def test_bench_driver_runs_end_to_end(tmp_path: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "bench.run", "--duration", "1", "--warmup", "1", "--rounds", "1",
          "--rows", "2000", "--out", str(out), "--workdir", str(workdir)],
-        cwd=TEMPLATE, env={**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"},
+        cwd=TEMPLATE, env={**os.environ, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}"},
         capture_output=True, text=True, timeout=240, check=False,
     )  # fmt: skip
     shutil.rmtree(workdir, ignore_errors=True)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     results = json.loads((out / "results.json").read_text())
-    assert set(results["runs"]) == {"generated", "generated_log_off", "ceiling", "minimal", "baseline"}
+    assert set(results["runs"]) == {
+        "generated",
+        "generated_log_off",
+        "ceiling",
+        "minimal",
+        "baseline",
+    }
     for per_app in results["summary"]["medians"].values():
         assert set(per_app) == {"by_id", "page", "create", "patch", "delete"}
         assert all(cell["rps"] > 0 and cell["errors"] == 0 for cell in per_app.values())

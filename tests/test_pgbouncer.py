@@ -11,17 +11,17 @@ import pwd
 import shutil
 import stat
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 import psycopg
 import pytest
 
-from .baking import load_dev_module, load_module, run
+from .baking import PYTEST, load_dev_module, load_module, run
 
 PGBOUNCER = shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"
 # PgBouncer refuses to run as root; devdb creates this user to run PostgreSQL the same way.
@@ -33,7 +33,9 @@ pytestmark = pytest.mark.skipif(
 
 
 def _version() -> tuple[int, int]:
-    output = subprocess.run([PGBOUNCER, "--version"], capture_output=True, text=True, check=True).stdout
+    output = subprocess.run(
+        [PGBOUNCER, "--version"], capture_output=True, text=True, check=True
+    ).stdout
     major, minor = output.split()[1].split(".")[:2]  # "PgBouncer 1.18.0"
     return int(major), int(minor)
 
@@ -78,13 +80,17 @@ def _let_service_user_in(folder: Path) -> dict[str, object]:
 
 
 @pytest.fixture(scope="module")
-def pgbouncer_url(postgres_url: str, default_project: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def pgbouncer_url(
+    postgres_url: str, default_project: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
     folder = tmp_path_factory.mktemp("pgbouncer")
     server = urlsplit(postgres_url)
     devdb = load_dev_module(default_project, "devdb")
     port = devdb.free_port()
     (folder / "userlist.txt").write_text('"postgres" ""\n')
-    (folder / "pgbouncer.ini").write_text(_config(folder, port, server.hostname or "127.0.0.1", server.port or 5432))
+    (folder / "pgbouncer.ini").write_text(
+        _config(folder, port, server.hostname or "127.0.0.1", server.port or 5432)
+    )
     process = subprocess.Popen(
         [PGBOUNCER, str(folder / "pgbouncer.ini")],
         stdout=subprocess.DEVNULL,
@@ -136,7 +142,8 @@ def _transactions_through(pgbouncer_url: str) -> dict[str, int]:
     return {str(row["database"]): int(row["total_xact_count"]) for row in rows}
 
 
-async def _query_again_on_another_server_connection(settings: object, database: type) -> None:
+async def _query_again_on_another_server_connection(settings: object, database: Any) -> None:
+    """`database`: the bake's `db.Database` class, loaded from its src/ at run time."""
     db = await database.connect(settings, "pgbouncer-test")
     try:
         async with db.connection() as first, db.connection() as second:
@@ -151,7 +158,9 @@ async def _query_again_on_another_server_connection(settings: object, database: 
         await db.close()
 
 
-def test_default_statement_cache_breaks_behind_transaction_pooling(default_project: Path, pgbouncer_url: str) -> None:
+def test_default_statement_cache_breaks_behind_transaction_pooling(
+    default_project: Path, pgbouncer_url: str
+) -> None:
     """Why the setting exists: a cached named statement is missing on the next server connection."""
     settings = load_module(default_project, "inventory_service", "settings")
     db = load_module(default_project, "inventory_service", "db")
@@ -159,7 +168,9 @@ def test_default_statement_cache_breaks_behind_transaction_pooling(default_proje
     assert cached.statement_cache_size > 0
     with pytest.raises(asyncpg.PostgresError, match="prepared statement"):
         asyncio.run(_query_again_on_another_server_connection(cached, db.Database))
-    uncached = settings.Settings(database_url=pgbouncer_url, pool_min_size=2, pool_max_size=2, statement_cache_size=0)
+    uncached = settings.Settings(
+        database_url=pgbouncer_url, pool_min_size=2, pool_max_size=2, statement_cache_size=0
+    )
     asyncio.run(_query_again_on_another_server_connection(uncached, db.Database))
 
 
@@ -169,23 +180,23 @@ def test_service_passes_its_crud_suite_through_pgbouncer_in_transaction_mode(
 ) -> None:
     before = _transactions_through(pgbouncer_url)
     tests = default_project / "tests"
-    suites = [str(path.relative_to(default_project)) for path in (tests / "items", tests / "test_health.py")]
+    suites = [
+        str(path.relative_to(default_project))
+        for path in (tests / "items", tests / "test_health.py")
+    ]
     result = run(
-        default_project,
-        sys.executable,
-        "-m",
-        "pytest",
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        *suites,
-        DATABASE_URL=pgbouncer_url,
-        STATEMENT_CACHE_SIZE="0",
+        default_project, *PYTEST, *suites, DATABASE_URL=pgbouncer_url, STATEMENT_CACHE_SIZE="0",
         timeout=240,
-    )
+    )  # fmt: skip
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-2000:]
-    assert " passed" in result.stdout and "skipped" not in result.stdout
+    assert " passed" in result.stdout
+    assert "skipped" not in result.stdout
     after = _transactions_through(pgbouncer_url)
     # The suite's own database (test_inventory_service_<hex>) went through PgBouncer.
-    pooled = {name: count - before.get(name, 0) for name, count in after.items() if name.startswith("test_")}
-    assert pooled and max(pooled.values()) > 50
+    pooled = {
+        name: count - before.get(name, 0)
+        for name, count in after.items()
+        if name.startswith("test_")
+    }
+    assert pooled
+    assert max(pooled.values()) > 50

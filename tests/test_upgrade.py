@@ -13,7 +13,9 @@ def template_repo(tmp_path: Path) -> Path:
     return git_copy_of_template(tmp_path / "template")
 
 
-def test_cruft_project_records_its_template_and_takes_an_update(template_repo: Path, tmp_path: Path) -> None:
+def test_cruft_project_records_its_template_and_takes_an_update(
+    template_repo: Path, tmp_path: Path
+) -> None:
     out = tmp_path / "out"
     created = run(
         tmp_path, "cruft", "create", str(template_repo), "--no-input", "--output-dir", str(out),
@@ -42,7 +44,9 @@ def test_cruft_project_records_its_template_and_takes_an_update(template_repo: P
     assert updated.returncode == 0, updated.stdout + updated.stderr
     assert "A line the template added later." in (project / "README.md").read_text()
     assert "# a local target the team added" in makefile.read_text()
-    assert json.loads((project / ".cruft.json").read_text())["commit"] == git(template_repo, "rev-parse", "HEAD")
+    assert json.loads((project / ".cruft.json").read_text())["commit"] == git(
+        template_repo, "rev-parse", "HEAD"
+    )
     assert run(project, "cruft", "check").returncode == 0
     changed = git(project, "status", "--porcelain").splitlines()
     assert sorted(line.split()[-1] for line in changed) == [".cruft.json", "README.md"]

@@ -78,7 +78,9 @@ app = FastAPI()
 
 
 @app.middleware("http")
-async def timing_header(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+async def timing_header(
+    request: Request, call_next: Callable[[Request], Awaitable[Response]]
+) -> Response:
     start = time.perf_counter()
     response = await call_next(request)
     response.headers["x-process-time"] = f"{time.perf_counter() - start:.6f}"
@@ -95,7 +97,9 @@ async def get_item(item_id: int, session: SessionDep) -> ItemRow:
 
 @app.get("/items", response_model=ItemPage)
 async def list_items(session: SessionDep, after: int = 0, limit: int = 20) -> dict[str, object]:
-    rows = await session.scalars(select(ItemRow).where(ItemRow.id > after).order_by(ItemRow.id).limit(limit))
+    rows = await session.scalars(
+        select(ItemRow).where(ItemRow.id > after).order_by(ItemRow.id).limit(limit)
+    )
     return {"data": list(rows)}
 
 

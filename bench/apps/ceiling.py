@@ -20,7 +20,7 @@ from .common import (
 )
 
 
-class _NoReset(asyncpg.Connection):  # type: ignore[type-arg]
+class _NoReset(asyncpg.Connection):
     def get_reset_query(self) -> str:
         return ""
 
@@ -89,6 +89,10 @@ async def app(scope: Any, receive: Any, send: Any) -> None:
         new = await _body(receive)
         async with _pool.acquire() as connection:
             row = await connection.fetchrow(
-                INSERT, new["name"], new.get("description"), new["price_cents"], new.get("quantity", 0)
+                INSERT,
+                new["name"],
+                new.get("description"),
+                new["price_cents"],
+                new.get("quantity", 0),
             )
         await _reply(send, 201, orjson.dumps(dict(row)))
