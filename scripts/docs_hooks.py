@@ -9,9 +9,10 @@ generated project carries itself, such as its deployment guide, are shown as use
 """
 
 import functools
-import importlib.util
+import importlib
 import json
 import re
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -60,13 +61,17 @@ def options_table() -> str:
 
 
 def _settings_fields(auth: str) -> dict[str, Any]:
-    path = baked_project(auth) / "src" / "inventory_service" / "settings.py"
-    spec = importlib.util.spec_from_file_location(f"_service_settings_{auth}", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    fields: dict[str, Any] = module.Settings.model_fields
+    """The Settings fields of a bake with `auth`: its package imported, then forgotten, so that
+    the next bake's package of the same name is imported afresh."""
+    source = str(baked_project(auth) / "src")
+    sys.path.insert(0, source)
+    try:
+        module = importlib.import_module("inventory_service.settings")
+        fields: dict[str, Any] = dict(module.Settings.model_fields)
+    finally:
+        sys.path.remove(source)
+        for name in [name for name in sys.modules if name.partition(".")[0] == "inventory_service"]:
+            del sys.modules[name]
     return fields
 
 

@@ -5,7 +5,8 @@ import sys
 from pydantic import ValidationError
 
 from . import server
-from .settings import Settings, describe_error
+from .settings import Settings
+from .settings_sources import describe_error
 
 
 def main() -> int:

@@ -1,39 +1,19 @@
 """The one Settings class: read from the environment once, at start-up, and passed down."""
 
 import ipaddress
-import os
 from pathlib import Path
 from typing import Annotated, Literal, Self
-{%- if cookiecutter.auth == "jwt" %}
 
-from pydantic import (
-    AnyHttpUrl,
-    Field,
-    PostgresDsn,
-    ValidationError,
-    field_validator,
-    model_validator,
-)
-{%- else %}
+from pydantic import {% if cookiecutter.auth == "jwt" %}AnyHttpUrl, {% endif %}Field, PostgresDsn, field_validator, model_validator
+from pydantic_settings import NoDecode, SettingsConfigDict
 
-from pydantic import Field, PostgresDsn, ValidationError, field_validator, model_validator
-{%- endif %}
-from pydantic_settings import (
-    BaseSettings,
-    NoDecode,
-    PydanticBaseSettingsSource,
-    SecretsSettingsSource,
-    SettingsConfigDict,
-)
+from .settings_sources import SECRETS_DIR, EnvironmentThenSecretFiles
 
-# A file per setting, named after its variable (DATABASE_URL, ...): a Kubernetes Secret mounted as
-# a volume. The environment wins over a file; a missing folder is no error.
-SECRETS_DIR = "/run/secrets"
 # A comma-separated list in the environment, e.g. CORS_ALLOW_ORIGINS=https://a.example,https://b.example
 CommaList = Annotated[list[str], NoDecode]
 
 
-class Settings(BaseSettings):
+class Settings(EnvironmentThenSecretFiles):
     """Every knob of the service; each field is read from the environment variable of its name."""
 
     model_config = SettingsConfigDict(frozen=True, extra="ignore")
@@ -299,22 +279,6 @@ class Settings(BaseSettings):
 {%- endif %}
         return self
 
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        # Arguments first, then the environment, then a file per setting in SECRETS_DIR.
-        folder = Path(os.environ.get("SECRETS_DIR", SECRETS_DIR))
-        files = (
-            (SecretsSettingsSource(settings_cls, secrets_dir=folder),) if folder.is_dir() else ()
-        )
-        return init_settings, env_settings, *files
-
     @property
     def docs_served(self) -> bool:
         return self.app_env != "prod" or self.docs_in_prod
@@ -324,13 +288,3 @@ class Settings(BaseSettings):
         if self.database_url is None:
             raise RuntimeError("DATABASE_URL is not set")
         return str(self.database_url)
-
-
-def describe_error(error: ValidationError) -> str:
-    """One line naming each bad variable, for a process that must refuse to start."""
-    parts = []
-    for item in error.errors():
-        variable = "_".join(str(part) for part in item["loc"]).upper() or "SETTINGS"
-        message = item["msg"].removeprefix("Value error, ")
-        parts.append(f"{variable}: {message}" if item["loc"] else message)
-    return "invalid configuration: " + "; ".join(parts)
