@@ -19,7 +19,7 @@ $(VENV)/.installed: requirements.txt
 install: $(VENV)/.installed ## Create .venv with cookiecutter and the test tools
 
 demo: install ## Bake the default service into demo/, serve it on a throwaway PostgreSQL, show it answering
-	$(BIN)/python scripts/demo.py
+	$(BIN)/python -m scripts.demo
 
 bench: install ## Side-by-side benchmark (generated vs ceiling, minimal FastAPI, ORM baseline), then the price of auth and tracing; writes docs/bench/
 	$(BIN)/python -m bench.run

@@ -11,11 +11,12 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 from cookiecutter.main import cookiecutter
+
+from tests.serving import wait_until_answering
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "demo"
@@ -29,20 +30,6 @@ def _show(response: httpx.Response) -> None:
     print(f"  {response.status_code} {response.reason_phrase}  {content_type}")
     if response.content:
         print("  " + json.dumps(response.json(), indent=2).replace("\n", "\n  "))
-
-
-def _wait_until_healthy(base: str, server: subprocess.Popen[bytes], seconds: float = 120) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise SystemExit("the service exited during start-up; see the output above")
-        try:
-            if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.2)
-    raise SystemExit(f"the service did not answer on {base} within {seconds:.0f} s")
 
 
 def tour(base: str) -> None:
@@ -84,7 +71,7 @@ def main() -> int:
     )
     base = f"http://127.0.0.1:{args.port}"
     try:
-        _wait_until_healthy(base, server)
+        wait_until_answering(server, f"{base}/healthz", what="make dev", seconds=120)
         tour(base)
         print(f"\nServing {base} (API docs: {base}/docs). Ctrl-C to stop.", flush=True)
         if not args.exit:
