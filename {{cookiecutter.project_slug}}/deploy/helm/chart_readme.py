@@ -41,7 +41,13 @@ def readme(chart: Path) -> str:
         "     edit those and run `make chart-readme`. -->",
         "",
         "```",
-        f"helm upgrade --install RELEASE deploy/helm/{meta['name']} --set database.existingSecret=SECRET",
+        f"helm upgrade --install RELEASE deploy/helm/{meta['name']} --set database.existingSecret=SECRET{% if cookiecutter.auth != "none" %} \\{% endif %}",
+{%- if cookiecutter.auth == "api_key" %}
+        "  --set auth.apiKey.existingSecret=KEYS_SECRET    # holding API_KEY_HASHES",
+{%- elif cookiecutter.auth == "jwt" %}
+        "  --set auth.jwt.issuer=ISSUER --set auth.jwt.audience=AUDIENCE \\",
+        "  --set auth.jwt.jwksUrl=https://ISSUER/JWKS_PATH",
+{%- endif %}
         "helm test RELEASE    # /readyz and a create-read-delete round trip through the Service",
         "```",
         "",

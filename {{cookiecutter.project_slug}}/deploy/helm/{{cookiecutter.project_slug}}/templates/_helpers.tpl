@@ -56,11 +56,24 @@ a rotated Secret rolls the pods on the next `helm upgrade`; `helm template` has 
 nothing).
 */}}
 {{- define "app.secretChecksum" -}}
-{{- if and (not .Values.database.existingSecret) .Values.database.url }}
-{{- include (print $.Template.BasePath "/secret.yaml") . | sha256sum }}
+{{- $db := .Values.database }}
+{{- include "app.checksumOfSecret" (dict "root" . "created" (and (not $db.existingSecret) $db.url) "template" "secret.yaml" "name" (include "app.databaseSecret" .) "key" $db.existingSecretKey) }}
+{{- end }}
+
+{{/* checksum/api-keys (auth=api_key bakes): the same for the Secret of API_KEY_HASHES. */}}
+{{- define "app.apiKeyChecksum" -}}
+{{- $keys := .Values.auth.apiKey }}
+{{- include "app.checksumOfSecret" (dict "root" . "created" (and (not $keys.existingSecret) $keys.hashes) "template" "secret-api-keys.yaml" "name" (include "app.apiKeySecret" .) "key" $keys.existingSecretKey) }}
+{{- end }}
+
+{{/* The hash of `template` when the chart writes that Secret (`created`), else of key `key` of the
+live Secret `name`. */}}
+{{- define "app.checksumOfSecret" -}}
+{{- if .created }}
+{{- include (print .root.Template.BasePath "/" .template) .root | sha256sum }}
 {{- else }}
-{{- $live := lookup "v1" "Secret" .Release.Namespace (include "app.databaseSecret" .) }}
-{{- index ($live.data | default dict) .Values.database.existingSecretKey | default "" | sha256sum }}
+{{- $live := lookup "v1" "Secret" .root.Release.Namespace .name }}
+{{- index ($live.data | default dict) .key | default "" | sha256sum }}
 {{- end }}
 {{- end }}
 
@@ -76,6 +89,10 @@ nothing).
 
 {{- define "app.databaseSecret" -}}
 {{- default (printf "%s-database" (include "app.fullname" .)) .Values.database.existingSecret }}
+{{- end }}
+
+{{- define "app.apiKeySecret" -}}
+{{- default (printf "%s-api-keys" (include "app.fullname" .)) .Values.auth.apiKey.existingSecret }}
 {{- end }}
 
 {{/*
@@ -138,6 +155,43 @@ capabilities:
     secretKeyRef:
       name: {{ include "app.databaseSecret" . }}
       key: {{ .Values.database.existingSecretKey }}
+{{- end }}
+
+{{/*
+The service's authentication settings; `auth` is in values.yaml of auth=api_key and auth=jwt bakes
+only. API_KEY_HASHES comes from its Secret like DATABASE_URL (as a file with secrets.asFiles); the
+JWT settings are plain values.
+*/}}
+{{- define "app.authEnv" -}}
+{{- $auth := .Values.auth | default dict }}
+{{- if and $auth.apiKey (not .Values.secrets.asFiles) }}
+- name: API_KEY_HASHES
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "app.apiKeySecret" . }}
+      key: {{ $auth.apiKey.existingSecretKey }}
+{{- end }}
+{{- with $auth.jwt }}
+- name: JWT_ISSUER
+  value: {{ .issuer | quote }}
+- name: JWT_AUDIENCE
+  value: {{ .audience | quote }}
+- name: JWT_JWKS_URL
+  value: {{ .jwksUrl | quote }}
+{{- with .readScope }}
+- name: JWT_READ_SCOPE
+  value: {{ . | quote }}
+{{- end }}
+{{- with .writeScope }}
+- name: JWT_WRITE_SCOPE
+  value: {{ . | quote }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* The port the pods fetch the JWKS on: the one in auth.jwt.jwksUrl, else 443 (https). */}}
+{{- define "app.jwksPort" -}}
+{{- regexFind ":[0-9]+$" (urlParse .Values.auth.jwt.jwksUrl).host | trimPrefix ":" | default "443" }}
 {{- end }}
 
 {{/* NetworkPolicy egress: PostgreSQL (networkPolicy.database.to) and cluster DNS, nothing else. */}}
