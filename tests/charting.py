@@ -10,6 +10,8 @@ import asyncio
 import functools
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,8 @@ import helm_sdkpy
 import jsonschema
 import kubernetes_validate
 import yaml
+
+from .baking import tool_env
 
 RELEASE = "shop"
 NAMESPACE = "default"
@@ -37,6 +41,22 @@ EVERYTHING_ON: dict[str, Any] = {
     "autoscaling": {"rpsMetric": {"enabled": True}, "targetRPSPerPod": 350},
     "database": {"url": "postgresql://app:secret@db:5432/app"},
     "networkPolicy": {"enabled": True, "database": {"to": [{"ipBlock": {"cidr": "10.0.12.0/24"}}]}},
+}
+
+# What an auth=api_key and an auth=jwt bake need to install (api_key: digests the chart stores in
+# a Secret; jwt: the issuer, and where it is for the NetworkPolicy).
+AUTH_ON: dict[str, dict[str, Any]] = {
+    "api_key": {"auth": {"apiKey": {"hashes": "ab" * 32}}},
+    "jwt": {
+        "auth": {
+            "jwt": {
+                "issuer": "https://login.example.com/realms/shop",
+                "audience": "shop-api",
+                "jwksUrl": "https://login.example.com/realms/shop/certs",
+            }
+        },
+        "networkPolicy": {"jwks": {"to": [{"ipBlock": {"cidr": "0.0.0.0/0"}}]}},
+    },
 }
 
 
@@ -165,3 +185,41 @@ def pod_selectors(objects: list[dict[str, Any]]) -> dict[str, dict[str, str]]:
 
 def selects(selector: dict[str, str], labels: dict[str, str]) -> bool:
     return bool(selector) and selector.items() <= labels.items()
+
+
+def pod_variables(objects: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The environment of the Deployment's container, EnvVar objects by name."""
+    (container,) = find(objects, "Deployment")["spec"]["template"]["spec"]["containers"]
+    return {item["name"]: item for item in container["env"]}
+
+
+def service_settings(
+    project: Path, objects: list[dict[str, Any]], secrets_dir: Path | None = None
+) -> dict[str, Any]:
+    """The baked service's Settings, built in a fresh process from exactly what the rendered pod
+    gets: its variables (Secret references resolved from the rendered Secrets) and its files."""
+    secrets = {
+        item["metadata"]["name"]: item["stringData"] for item in objects if item["kind"] == "Secret"
+    }
+    env = {}
+    for name, variable in pod_variables(objects).items():
+        reference = variable.get("valueFrom", {}).get("secretKeyRef")
+        env[name] = secrets[reference["name"]][reference["key"]] if reference else variable["value"]
+    if secrets_dir is not None:
+        env["SECRETS_DIR"] = str(secrets_dir)
+    (package,) = [path.name for path in (project / "src").iterdir() if path.is_dir()]
+    script = (
+        f"import sys; from {package}.settings import Settings as S; print(S().model_dump_json())"
+    )
+    tools = tool_env(project)
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        env={"PATH": tools["PATH"], "PYTHONPATH": tools["PYTHONPATH"], **env},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    settings: dict[str, Any] = json.loads(result.stdout)
+    assert {name.lower() for name in env} <= settings.keys()  # every variable is a setting
+    return settings

@@ -43,6 +43,16 @@ def chart(default_project: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
+def api_key_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return bake(tmp_path_factory.mktemp("api-key"), auth="api_key")
+
+
+@pytest.fixture(scope="session")
+def jwt_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return bake(tmp_path_factory.mktemp("jwt"), auth="jwt")
+
+
+@pytest.fixture(scope="session")
 def figures(tmp_path_factory: pytest.TempPathFactory) -> Figures:
     """Where the reliability tests record what they measured (figures.py)."""
     return Figures(tmp_path_factory.getbasetemp())

@@ -1,0 +1,165 @@
+"""The chart of an auth=api_key bake hands the service API_KEY_HASHES from a Secret (a variable,
+or a file with secrets.asFiles), the way it hands it DATABASE_URL; an auth=none bake's chart has
+no trace of authentication. Both auth bakes lint, render valid objects and document their values
+(auth=jwt: test_chart_auth_jwt.py)."""
+
+import json
+from pathlib import Path
+from typing import Any
+
+import helm_python
+import pytest
+import yaml
+
+from .baking import run
+from .charting import (
+    AUTH_ON,
+    EVERYTHING_ON,
+    KUBERNETES_VERSIONS,
+    chart_of,
+    find,
+    merge,
+    pod_variables,
+    render,
+    service_settings,
+    validate,
+)
+
+DIGEST_A, DIGEST_B = "ab" * 32, "0c" * 32
+DATABASE = {"database": {"url": "postgresql://app:pw@db:5432/app"}}
+
+
+def _with_keys(hashes: str, **values: Any) -> dict[str, Any]:
+    return merge(merge(DATABASE, values), {"auth": {"apiKey": {"hashes": hashes}}})
+
+
+def _secrets(objects: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {item["metadata"]["name"]: item for item in objects if item["kind"] == "Secret"}
+
+
+def test_an_api_key_bake_reads_the_digests_from_the_secret_the_chart_creates_or_an_existing_one(
+    api_key_project: Path,
+) -> None:
+    chart = chart_of(api_key_project)
+    created = render(chart, _with_keys(DIGEST_A))
+    (name,) = [name for name in _secrets(created) if name.endswith("-api-keys")]
+    keys = _secrets(created)[name]
+    assert keys["stringData"] == {"API_KEY_HASHES": DIGEST_A}
+    assert "annotations" not in keys["metadata"]  # a release object, not a hook: uninstall drops it
+    reference = pod_variables(created)["API_KEY_HASHES"]["valueFrom"]["secretKeyRef"]
+    assert reference == {"name": name, "key": "API_KEY_HASHES"}
+    assert service_settings(api_key_project, created)["api_key_hashes"] == [DIGEST_A]
+
+    existing = merge(
+        DATABASE, {"auth": {"apiKey": {"existingSecret": "keys", "existingSecretKey": "k"}}}
+    )
+    objects = render(chart, existing)
+    assert list(_secrets(objects)) == [f"shop-{api_key_project.name}-database"]
+    reference = pod_variables(objects)["API_KEY_HASHES"]["valueFrom"]["secretKeyRef"]
+    assert reference == {"name": "keys", "key": "k"}
+
+
+def test_api_key_digests_as_files_join_the_database_url_in_the_secrets_folder(
+    api_key_project: Path, tmp_path: Path
+) -> None:
+    objects = render(
+        chart_of(api_key_project), _with_keys(f"{DIGEST_A}, {DIGEST_B}", secrets={"asFiles": True})
+    )
+    assert not {"API_KEY_HASHES", "DATABASE_URL"} & pod_variables(objects).keys()
+    spec = find(objects, "Deployment")["spec"]["template"]["spec"]
+    (mount,) = [item for item in spec["containers"][0]["volumeMounts"] if item["name"] == "secrets"]
+    assert mount == {"name": "secrets", "mountPath": "/run/secrets", "readOnly": True}
+    (volume,) = [item for item in spec["volumes"] if item["name"] == "secrets"]
+    # What the kubelet writes into the folder: each item of each source, a file named `path`.
+    secrets = _secrets(objects)
+    for source in volume["projected"]["sources"]:
+        data = secrets[source["secret"]["name"]]["stringData"]
+        for item in source["secret"]["items"]:
+            (tmp_path / item["path"]).write_text(data[item["key"]])
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["API_KEY_HASHES", "DATABASE_URL"]
+    settings = service_settings(api_key_project, objects, secrets_dir=tmp_path)
+    assert settings["api_key_hashes"] == [DIGEST_A, DIGEST_B]
+    assert settings["database_url"] == DATABASE["database"]["url"]
+
+
+def test_a_new_api_key_secret_changes_the_pod_template_and_so_rolls_the_pods(
+    api_key_project: Path,
+) -> None:
+    chart = chart_of(api_key_project)
+
+    def annotations(values: dict[str, Any]) -> dict[str, str]:
+        template = find(render(chart, values), "Deployment")["spec"]["template"]
+        return dict(template["metadata"]["annotations"])
+
+    first = annotations(_with_keys(DIGEST_A))
+    assert first == annotations(_with_keys(DIGEST_A))
+    rotated = annotations(_with_keys(f"{DIGEST_A},{DIGEST_B}"))
+    assert rotated["checksum/api-keys"] != first["checksum/api-keys"]
+    assert rotated["checksum/secret"] == first["checksum/secret"]  # the database's own
+    # An existing Secret is read live by `lookup` at upgrade time; without a cluster it hashes "".
+    existing = annotations({"auth": {"apiKey": {"existingSecret": "keys"}}})
+    assert len(existing["checksum/api-keys"]) == 64
+
+
+def test_helm_refuses_api_key_digests_that_are_not_sha256_and_takes_an_escaped_comma_list(
+    api_key_project: Path,
+) -> None:
+    chart = chart_of(api_key_project)
+    for wrong in ("my-plain-key", f"{DIGEST_A},{DIGEST_B[:-1]}"):
+        with pytest.raises(helm_python.HelmError, match="/auth/apiKey/hashes"):
+            render(chart, _with_keys(wrong))
+    # docs/deploying.md: --set-string 'auth.apiKey.hashes=<digest>\,<digest>'
+    documented = helm_python.parse_set_string(f"auth.apiKey.hashes={DIGEST_A}\\,{DIGEST_B}")
+    objects = render(chart, merge(DATABASE, documented))
+    assert service_settings(api_key_project, objects)["api_key_hashes"] == [DIGEST_A, DIGEST_B]
+
+
+@pytest.mark.parametrize("version", KUBERNETES_VERSIONS)
+@pytest.mark.parametrize("as_files", [False, True], ids=["as-variables", "as-files"])
+def test_every_object_of_an_auth_bake_with_every_option_on_lints_and_is_valid(
+    api_key_project: Path, jwt_project: Path, as_files: bool, version: str
+) -> None:
+    everything = merge(EVERYTHING_ON, {"secrets": {"asFiles": as_files}})
+    for project, auth in ((api_key_project, "api_key"), (jwt_project, "jwt")):
+        chart, values = chart_of(project), merge(everything, AUTH_ON[auth])
+        report = helm_python.lint(chart, values, strict=True)
+        assert report["errors"] == [], report["messages"]
+        for item in render(chart, values):
+            validate(item, version)
+
+
+def test_a_none_bake_has_no_auth_value_and_renders_no_auth_variable(chart: Path) -> None:
+    assert "auth" not in yaml.safe_load((chart / "values.yaml").read_text())
+    schema = json.loads((chart / "values.schema.json").read_text())
+    assert "auth" not in schema["properties"]
+    assert "jwks" not in schema["properties"]["networkPolicy"]["properties"]
+    assert "auth." not in (chart / "README.md").read_text()
+    for values in (None, EVERYTHING_ON, merge(EVERYTHING_ON, {"secrets": {"asFiles": True}})):
+        objects = render(chart, values)
+        assert not {"API_KEY_HASHES", "JWT_ISSUER", "JWT_JWKS_URL"} & pod_variables(objects).keys()
+        annotations = find(objects, "Deployment")["spec"]["template"]["metadata"]["annotations"]
+        assert "checksum/api-keys" not in annotations
+        assert not [name for name in _secrets(objects) if name.endswith("-api-keys")]
+
+
+@pytest.mark.parametrize(
+    ("auth", "rows"),
+    [
+        ("api_key", ["auth.apiKey.existingSecret", "auth.apiKey.hashes"]),
+        ("jwt", ["auth.jwt.issuer", "auth.jwt.jwksUrl", "networkPolicy.jwks.to"]),
+    ],
+)
+def test_chart_readme_and_deploying_guide_of_an_auth_bake_document_its_values(
+    api_key_project: Path, jwt_project: Path, auth: str, rows: list[str]
+) -> None:
+    project = {"api_key": api_key_project, "jwt": jwt_project}[auth]
+    readme = (chart_of(project) / "README.md").read_text()
+    documented = {line.split("`")[1] for line in readme.splitlines() if line.startswith("| `")}
+    assert set(rows) <= documented
+    assert f"--set {rows[0]}=" in readme  # the install command names what the install needs
+    check = run(project, "python", "deploy/helm/chart_readme.py", "--check")
+    assert check.returncode == 0, check.stderr
+    guide = (project / "docs" / "deploying.md").read_text()
+    assert "## Authentication" in guide
+    assert f"`{rows[0]}`" in guide
+    assert f"`{rows[-1]}`" in guide
