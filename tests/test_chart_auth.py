@@ -3,7 +3,10 @@ or a file with secrets.asFiles), the way it hands it DATABASE_URL; an auth=none 
 no trace of authentication. Both auth bakes lint, render valid objects and document their values
 (auth=jwt: test_chart_auth_jwt.py)."""
 
+import hashlib
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +27,7 @@ from .charting import (
     service_settings,
     validate,
 )
+from .serving import migrated_database, start_service
 
 DIGEST_A, DIGEST_B = "ab" * 32, "0c" * 32
 DATABASE = {"database": {"url": "postgresql://app:pw@db:5432/app"}}
@@ -163,3 +167,42 @@ def test_chart_readme_and_deploying_guide_of_an_auth_bake_document_its_values(
     assert "## Authentication" in guide
     assert f"`{rows[0]}`" in guide
     assert f"`{rows[-1]}`" in guide
+
+
+def _helm_test(script: Path, base_url: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(script)],
+        env={"BASE_URL": base_url},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_helm_test_of_an_auth_bake_passes_when_the_guard_is_on_and_fails_when_it_is_off(
+    api_key_project: Path, default_project: Path, postgres_url: str, tmp_path: Path
+) -> None:
+    """The release holds only digests, so `helm test` cannot send a key: it checks that the
+    service is ready and refuses a read and a write without one."""
+    script = chart_of(api_key_project) / "files" / "helm_test.py"
+    digest = hashlib.sha256(b"a key no test sends").hexdigest()
+    with migrated_database(api_key_project, postgres_url, "helm_test_auth") as url:
+        guarded = start_service(
+            api_key_project, url, tmp_path / "guarded.log", API_KEY_HASHES=digest
+        )
+        open_ = start_service(default_project, url, tmp_path / "open.log")
+        try:
+            passed = _helm_test(script, guarded.url)
+            failed = _helm_test(script, open_.url)  # the same script, no guard in front
+        finally:
+            for served in (guarded, open_):
+                served.process.terminate()
+                served.process.wait(timeout=30)
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+    assert [line.split(":")[0] for line in passed.stdout.splitlines()] == [
+        "ok   GET /readyz",
+        "ok   GET /items without credentials",
+        "ok   POST /items without credentials",
+    ]
+    assert failed.returncode == 1
+    assert failed.stdout.splitlines()[-1].startswith("FAIL GET /items without credentials")

@@ -1,4 +1,11 @@
+{%- if cookiecutter.auth == "none" %}
 """`helm test`: /readyz, then one create-read-delete round trip of a {{ cookiecutter.resource }}.
+{%- else %}
+"""`helm test`: /readyz, then the {{ cookiecutter.resource_plural }} refuse a read and a write that carry no credentials.
+
+The release holds no credential a test could send ({% if cookiecutter.auth == "api_key" %}only digests of the API keys{% else %}only the issuer's address{% endif %}), so the
+test checks what a wrong auth configuration would break: that the guard is on.
+{%- endif %}
 
 Runs in the service's own image (standard library only) against BASE_URL, the Service. Prints
 each step; exits 1 naming the first step that failed.
@@ -42,6 +49,11 @@ def expect(step: str, status: int, wanted: int) -> None:
 def main() -> int:
     try:
         expect("GET /readyz", call("GET", "/readyz")[0], 200)
+{%- if cookiecutter.auth != "none" %}
+        expect(f"GET {COLLECTION} without credentials", call("GET", COLLECTION)[0], 401)
+        body = {"name": "helm test", "price_cents": 1}
+        expect(f"POST {COLLECTION} without credentials", call("POST", COLLECTION, body)[0], 401)
+{%- else %}
         status, created = call("POST", COLLECTION, {"name": "helm test", "price_cents": 1})
         expect(f"POST {COLLECTION}", status, 201)
         path = f"{COLLECTION}/{created['id']}"
@@ -52,6 +64,7 @@ def main() -> int:
             return 1
         expect(f"DELETE {path}", call("DELETE", path)[0], 204)
         expect(f"GET {path} after DELETE", call("GET", path)[0], 404)
+{%- endif %}
     except OSError as error:  # refused, reset, timed out, name not resolved
         print(f"FAIL {BASE_URL}: {error}")
         return 1
