@@ -16,7 +16,6 @@ import statistics
 import sys
 import time
 from collections.abc import Awaitable, Callable
-from datetime import datetime
 from typing import Any
 
 import asyncpg
@@ -24,50 +23,27 @@ import orjson
 from inventory_service.items import (
     sql,  # the default bake's statements, as the service runs them
 )
-from pydantic import BaseModel, TypeAdapter
+from pydantic import TypeAdapter
 
-COLUMNS = sql.COLUMNS
-BY_ID = f"SELECT {COLUMNS} FROM items WHERE id = $1"
-PAGE = f"SELECT {COLUMNS} FROM items WHERE id > $1 ORDER BY id LIMIT $2"
-INSERT = (
-    "INSERT INTO items (name, description, price_cents, quantity) VALUES ($1, $2, $3, $4)"
-    f" RETURNING {COLUMNS}"
-)
-UPDATE = f"UPDATE items SET quantity = $2, version = version + 1 WHERE id = $1 RETURNING {COLUMNS}"
+from bench.apps.common import INSERT, SELECT_BY_ID, SELECT_PAGE, UPDATE_QUANTITY
+from bench.apps.models import Item, ItemPage
 
-
-class Item(BaseModel):
-    id: int
-    name: str
-    description: str | None
-    price_cents: int
-    quantity: int
-    created_at: datetime
-    updated_at: datetime
-    version: int
-
-
-class Page(BaseModel):
-    data: list[Item]
-    next_after: int | None
-
-
-ITEM, PAGE_OF = TypeAdapter(Item), TypeAdapter(Page)
+ITEM, PAGE_OF = TypeAdapter(Item), TypeAdapter(ItemPage)
 
 
 def _strategies(c: Any) -> dict[str, dict[str, Callable[[int], Awaitable[bytes]]]]:
     async def by_id_model(n: int) -> bytes:
-        return ITEM.dump_json(ITEM.validate_python(dict(await c.fetchrow(BY_ID, n))))
+        return ITEM.dump_json(ITEM.validate_python(dict(await c.fetchrow(SELECT_BY_ID, n))))
 
     async def by_id_orjson(n: int) -> bytes:
-        return orjson.dumps(dict(await c.fetchrow(BY_ID, n)))
+        return orjson.dumps(dict(await c.fetchrow(SELECT_BY_ID, n)))
 
     async def by_id_pg(n: int) -> bytes:
         body: str = (await c.fetchrow(sql.SELECT_BY_ID, n))["body"]
         return body.encode()
 
     async def page_model(n: int) -> bytes:
-        rows = await c.fetch(PAGE, n, 21)
+        rows = await c.fetch(SELECT_PAGE, n, 21)
         return PAGE_OF.dump_json(
             PAGE_OF.validate_python(
                 {"data": [dict(r) for r in rows[:20]], "next_after": rows[19]["id"]}
@@ -75,7 +51,7 @@ def _strategies(c: Any) -> dict[str, dict[str, Callable[[int], Awaitable[bytes]]
         )
 
     async def page_orjson(n: int) -> bytes:
-        rows = await c.fetch(PAGE, n, 21)
+        rows = await c.fetch(SELECT_PAGE, n, 21)
         return orjson.dumps({"data": [dict(r) for r in rows[:20]], "next_after": rows[19]["id"]})
 
     async def page_pg(n: int) -> bytes:
@@ -106,8 +82,8 @@ def _strategies(c: Any) -> dict[str, dict[str, Callable[[int], Awaitable[bytes]]
         "create": {"response_model": writes(INSERT, new, "model"),
                    "orjson": writes(INSERT, new, "orjson"),
                    "postgres_json": writes(sql.INSERT, new, "pg")},
-        "patch": {"response_model": writes(UPDATE, patch, "model"),
-                  "orjson": writes(UPDATE, patch, "orjson"),
+        "patch": {"response_model": writes(UPDATE_QUANTITY, patch, "model"),
+                  "orjson": writes(UPDATE_QUANTITY, patch, "orjson"),
                   "postgres_json": writes(sql.UPDATE, service_patch, "pg")},
     }  # fmt: skip
 

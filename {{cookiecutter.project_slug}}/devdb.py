@@ -59,6 +59,10 @@ class ThrowawayPostgres:
         return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
 
     def _run(self, program: str, *args: str) -> None:
+        if self._user is not None:
+            # Again before each command: something may have tightened a folder on the way since
+            # (pytest resets its temporary root to 0700 when a session starts).
+            _make_traversable(self.bin_dir)
         result = subprocess.run(
             [str(self.bin_dir / program), *args],
             check=False,

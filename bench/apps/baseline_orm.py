@@ -10,12 +10,12 @@ from datetime import datetime
 from typing import Annotated
 
 from fastapi import Depends, FastAPI, HTTPException, Request, Response
-from pydantic import BaseModel, ConfigDict
 from sqlalchemy import BigInteger, DateTime, Integer, String, func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker, create_async_engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 from .common import DATABASE_URL, POOL_SIZE
+from .models import Item, ItemCreate, ItemPage, ItemUpdate
 
 engine = create_async_engine(
     DATABASE_URL.replace("postgresql://", "postgresql+asyncpg://", 1),
@@ -39,33 +39,6 @@ class ItemRow(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
     version: Mapped[int] = mapped_column(Integer, server_default="1")
-
-
-class Item(BaseModel):
-    model_config = ConfigDict(from_attributes=True)
-    id: int
-    name: str
-    description: str | None
-    price_cents: int
-    quantity: int
-    created_at: datetime
-    updated_at: datetime
-    version: int
-
-
-class ItemPage(BaseModel):
-    data: list[Item]
-
-
-class ItemCreate(BaseModel):
-    name: str
-    description: str | None = None
-    price_cents: int
-    quantity: int = 0
-
-
-class ItemUpdate(BaseModel):
-    quantity: int
 
 
 async def get_session() -> AsyncIterator[AsyncSession]:

@@ -6,7 +6,6 @@ from typing import Any
 
 import asyncpg
 from fastapi import FastAPI, HTTPException, Request, Response
-from pydantic import BaseModel
 
 from .common import (
     DATABASE_URL,
@@ -17,17 +16,7 @@ from .common import (
     SELECT_PAGE,
     UPDATE_QUANTITY,
 )
-
-
-class ItemCreate(BaseModel):
-    name: str
-    description: str | None = None
-    price_cents: int
-    quantity: int = 0
-
-
-class ItemUpdate(BaseModel):
-    quantity: int
+from .models import ItemCreate, ItemUpdate
 
 
 @asynccontextmanager

@@ -16,7 +16,7 @@ from {{ cookiecutter.package_name }}.app import create_app
 from {{ cookiecutter.package_name }}.errors import ProblemError
 from {{ cookiecutter.package_name }}.settings import Settings
 
-from .conftest import BASE, PROBLEM, create, started
+from .conftest import BASE, PROBLEM, assert_problem, create, started
 
 WELL_FORMED = [
     '"1"',
@@ -131,17 +131,23 @@ async def test_patch_with_a_list_of_etags_succeeds_when_any_one_is_current(
     assert response.headers["etag"] == '"2"'
 
 
+MALFORMED_IF_MATCH = ["1", '"1', "W/1", "null", '*, "1"']
+# Well-formed tags that match no version, however large or odd: a failed precondition, not 422.
+NO_SUCH_VERSION = ['"9999999999"', '"9300000000000000000"', '"99999999999999999999"', '"abc"']
+
+
 @pytest.mark.parametrize(
-    "tag", ['"9999999999"', '"9300000000000000000"', '"99999999999999999999"', '"abc"']
+    ("tag", "status"),
+    [(tag, 400) for tag in MALFORMED_IF_MATCH] + [(tag, 412) for tag in NO_SUCH_VERSION],
 )
-async def test_patch_with_a_version_beyond_any_current_one_is_412_not_422(
-    client: httpx.AsyncClient, tag: str
+async def test_patch_with_a_malformed_if_match_is_400_and_with_no_such_version_412(
+    client: httpx.AsyncClient, tag: str, status: int
 ) -> None:
     created = await create(client)
     response = await client.patch(
         f"{BASE}/{created['id']}", json={"quantity": 2}, headers={"if-match": tag}
     )
-    assert response.status_code == 412, response.text
+    assert_problem(response, status)
     assert response.headers["content-type"] == PROBLEM
 
 

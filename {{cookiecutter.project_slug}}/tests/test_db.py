@@ -9,7 +9,10 @@ at the end holds every resource's sql.py to.
 import importlib
 import pkgutil
 import re
+from collections.abc import AsyncIterator
 from typing import Any
+
+import pytest
 
 import {{ cookiecutter.package_name }}
 from {{ cookiecutter.package_name }}.app import create_app
@@ -17,60 +20,54 @@ from {{ cookiecutter.package_name }}.db import Database
 from {{ cookiecutter.package_name }}.settings import Settings
 
 
-async def _single_connection_database(settings: Settings) -> Database:
+@pytest.fixture
+async def database(settings: Settings) -> AsyncIterator[Database]:
+    """A pool of one connection, so that the next lease gets the connection the last one left."""
     single = settings.model_copy(update={"pool_min_size": 1, "pool_max_size": 1})
-    return await Database.connect(single, "pool-reset-test")
-
-
-async def test_release_sends_no_reset_query(settings: Settings) -> None:
-    database = await _single_connection_database(settings)
+    pool = await Database.connect(single, "pool-reset-test")
     try:
-        async with database.connection() as connection:
-            assert connection.get_reset_query() == ""
-            backend = connection.get_server_pid()
-        async with database.connection() as connection:
-            assert connection.get_server_pid() == backend  # the same connection came back
+        yield pool
     finally:
-        await database.close()
+        await pool.close()
+
+
+async def test_release_sends_no_reset_query(database: Database) -> None:
+    async with database.connection() as connection:
+        assert connection.get_reset_query() == ""
+        backend = connection.get_server_pid()
+    async with database.connection() as connection:
+        assert connection.get_server_pid() == backend  # the same connection came back
 
 
 async def test_a_connection_released_inside_a_transaction_is_rolled_back(
-    settings: Settings,
+    database: Database,
 ) -> None:
-    database = await _single_connection_database(settings)
     name = "left in an open transaction"
-    try:
-        async with database.connection() as connection:
-            await connection.execute("BEGIN")
-            await connection.execute("INSERT INTO {{ cookiecutter.resource_plural }} (name, price_cents) VALUES ($1, 1)", name)
-            assert connection.is_in_transaction()
-        async with database.connection() as connection:
-            assert not connection.is_in_transaction()
-            count = await connection.fetchval("SELECT count(*) FROM {{ cookiecutter.resource_plural }} WHERE name = $1", name)
-            assert count == 0
-    finally:
-        await database.close()
+    async with database.connection() as connection:
+        await connection.execute("BEGIN")
+        await connection.execute("INSERT INTO {{ cookiecutter.resource_plural }} (name, price_cents) VALUES ($1, 1)", name)
+        assert connection.is_in_transaction()
+    async with database.connection() as connection:
+        assert not connection.is_in_transaction()
+        count = await connection.fetchval("SELECT count(*) FROM {{ cookiecutter.resource_plural }} WHERE name = $1", name)
+        assert count == 0
 
 
 async def test_state_a_request_leaves_in_its_transaction_is_gone_for_the_next(
-    settings: Settings,
+    database: Database,
 ) -> None:
-    database = await _single_connection_database(settings)
-    try:
-        async with database.connection() as connection:
-            default_timeout = await connection.fetchval("SHOW statement_timeout")
-            await connection.execute("BEGIN")
-            await connection.execute("SET LOCAL statement_timeout = '1234ms'")
-            await connection.execute("SELECT pg_advisory_xact_lock(7531)")
-            await connection.execute("CREATE TEMP TABLE scratch (n int) ON COMMIT DROP")
-            assert await connection.fetchval("SHOW statement_timeout") == "1234ms"
-            # Released with the transaction still open, as a request that failed midway would.
-        async with database.connection() as connection:
-            assert await connection.fetchval("SHOW statement_timeout") == default_timeout
-            assert await connection.fetchval("SELECT to_regclass('pg_temp.scratch')") is None
-            assert await connection.fetchval("SELECT pg_try_advisory_xact_lock(7531)") is True
-    finally:
-        await database.close()
+    async with database.connection() as connection:
+        default_timeout = await connection.fetchval("SHOW statement_timeout")
+        await connection.execute("BEGIN")
+        await connection.execute("SET LOCAL statement_timeout = '1234ms'")
+        await connection.execute("SELECT pg_advisory_xact_lock(7531)")
+        await connection.execute("CREATE TEMP TABLE scratch (n int) ON COMMIT DROP")
+        assert await connection.fetchval("SHOW statement_timeout") == "1234ms"
+        # Released with the transaction still open, as a request that failed midway would.
+    async with database.connection() as connection:
+        assert await connection.fetchval("SHOW statement_timeout") == default_timeout
+        assert await connection.fetchval("SELECT to_regclass('pg_temp.scratch')") is None
+        assert await connection.fetchval("SELECT pg_try_advisory_xact_lock(7531)") is True
 
 
 # Forms whose effect outlives the transaction: the next request on the connection would see it.

@@ -11,6 +11,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 import httpx
+import pytest
 import uvicorn
 from devdb import free_port
 from starlette.types import Receive, Scope, Send
@@ -57,45 +58,28 @@ def _start_with(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_invalid_port_stops_the_process_with_one_line_naming_it() -> None:
-    result = _start_with({"DATABASE_URL": "postgresql://u@127.0.0.1/db", "PORT": "eighty"})
+DB = {"DATABASE_URL": "postgresql://u@127.0.0.1/db"}
+BAD_SETTINGS = {
+    "port-not-a-number": ({**DB, "PORT": "eighty"}, "PORT"),
+    "no-database-url-outside-dev": ({"APP_ENV": "prod"}, "DATABASE_URL"),
+    "pool-min-above-max": ({**DB, "POOL_MIN_SIZE": "9", "POOL_MAX_SIZE": "3"}, "POOL_MIN_SIZE"),
+    "proxy-that-is-no-address": (
+        {**DB, "FORWARDED_ALLOW_IPS": "10.0.0.0/8, proxy.example"},
+        "FORWARDED_ALLOW_IPS",
+    ),
+    "metrics-on-the-traffic-port": ({**DB, "PORT": "8000", "METRICS_PORT": "8000"}, "METRICS_PORT"),
+}
+
+
+@pytest.mark.parametrize(("env", "variable"), BAD_SETTINGS.values(), ids=BAD_SETTINGS.keys())
+def test_a_bad_setting_stops_the_process_with_one_line_naming_it(
+    env: dict[str, str], variable: str
+) -> None:
+    result = _start_with(env)
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1
-    assert "PORT" in lines[0]
-
-
-def test_missing_database_url_outside_dev_stops_the_process() -> None:
-    result = _start_with({"APP_ENV": "prod"})
-    assert result.returncode == 2
-    assert "DATABASE_URL" in result.stderr
-
-
-def test_pool_min_above_max_stops_the_process() -> None:
-    result = _start_with(
-        {"DATABASE_URL": "postgresql://u@127.0.0.1/db", "POOL_MIN_SIZE": "9", "POOL_MAX_SIZE": "3"}
-    )
-    assert result.returncode == 2
-    assert "POOL_MIN_SIZE" in result.stderr
-
-
-def test_a_forwarded_allow_ips_entry_that_is_no_address_stops_the_process() -> None:
-    result = _start_with(
-        {
-            "DATABASE_URL": "postgresql://u@127.0.0.1/db",
-            "FORWARDED_ALLOW_IPS": "10.0.0.0/8, proxy.example",
-        }
-    )
-    assert result.returncode == 2
-    assert "FORWARDED_ALLOW_IPS" in result.stderr
-
-
-def test_metrics_on_the_traffic_port_stops_the_process() -> None:
-    result = _start_with(
-        {"DATABASE_URL": "postgresql://u@127.0.0.1/db", "PORT": "8000", "METRICS_PORT": "8000"}
-    )
-    assert result.returncode == 2
-    assert "METRICS_PORT" in result.stderr
+    assert len(lines) == 1, result.stderr
+    assert variable in lines[0]
 
 
 async def _ok(scope: Scope, receive: Receive, send: Send) -> None:
