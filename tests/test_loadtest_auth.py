@@ -75,7 +75,10 @@ def test_the_knee_test_starts_a_guarded_service_that_lets_every_request_in(
         steps = scenario["steps"]
         assert [step["concurrency"] for step in steps] == [2, 8], name
         assert all(step["requests"] > 0 and step["errors"] == 0 for step in steps), (name, steps)
-        assert scenario["search"]["slo_rps"] is not None, name  # a trial passed: no error in it
+        # Open loop, a request still unanswered after the trial counts as an error too: at least
+        # one trial was answered in full (whether its p99 held the budget is the machine's noise).
+        trials = scenario["search"]["trials"] + scenario["search"]["repeats"]
+        assert any(trial["errors"] == 0 for trial in trials), (name, trials)
     if "wrk_check" in results:
         assert results["wrk_check"]["wrk_errors"] == 0
     expected = {"api_key": ["X-API-Key"], "jwt": ["Authorization"]}[auth]
