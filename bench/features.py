@@ -50,8 +50,10 @@ VARIANTS: dict[str, tuple[str, dict[str, str]]] = {
 
 
 def _issuer(project: Path) -> Any:
-    """The jwt bake's own test issuer (tests/issuer.py): keys, tokens and a JWKS server."""
-    spec = importlib.util.spec_from_file_location("bench_issuer", project / "tests" / "issuer.py")
+    """The jwt bake's own issuer (loadtest/issuer.py): keys, tokens and a JWKS server."""
+    spec = importlib.util.spec_from_file_location(
+        "bench_issuer", project / "loadtest" / "issuer.py"
+    )
     assert spec is not None
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)

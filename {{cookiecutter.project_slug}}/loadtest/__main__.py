@@ -18,8 +18,19 @@ from . import k6, project, run, service
 from .budget import load
 from .capacity import capacity_from, describe, write_helm_values
 from .engine import Engine, Step
+from .headers import ENVIRONMENT, HeadersError, given
 from .scenarios import Mix, fixed
 from .search import Limits, Plan, search
+
+
+def _header_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--header",
+        action="append",
+        metavar="'NAME: VALUE'",
+        help=f"sent on every request, repeatable, after those of {ENVIRONMENT} (one per line); "
+        f"a secret belongs in {ENVIRONMENT}, which `ps` does not show",
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -53,6 +64,7 @@ def _parser() -> argparse.ArgumentParser:
     knee.add_argument(
         "--write-helm-values", action="store_true", help="also write the Helm values override"
     )
+    _header_option(knee)
 
     capacity = commands.add_parser("capacity", help="pod sizing from the latest results")
     capacity.add_argument(
@@ -65,6 +77,7 @@ def _parser() -> argparse.ArgumentParser:
     k6_run.add_argument("--scenarios", type=lambda text: text.split(","))
     k6_run.add_argument("--seconds", type=float, default=20.0, help="steady part of each scenario")
     k6_run.add_argument("--rate-scale", type=float, default=1.0, help="multiply every arrival rate")
+    _header_option(k6_run)
 
     probe = commands.add_parser("probe", help="one closed-loop step against a path")
     probe.add_argument("--url", required=True)
@@ -72,6 +85,7 @@ def _parser() -> argparse.ArgumentParser:
     probe.add_argument("--concurrency", type=int, default=64)
     probe.add_argument("--seconds", type=float, default=5.0)
     probe.add_argument("--processes", type=int, default=2)
+    _header_option(probe)
 
     rate = commands.add_parser("search", help="the SLO capacity search against a path")
     rate.add_argument("--url", required=True)
@@ -83,6 +97,7 @@ def _parser() -> argparse.ArgumentParser:
     rate.add_argument("--connections", type=int, default=32)
     rate.add_argument("--repeats", type=int, default=3)
     rate.add_argument("--processes", type=int, default=2)
+    _header_option(rate)
     return parser
 
 
@@ -112,26 +127,36 @@ def main(argv: list[str] | None = None) -> int:
         return run.main(args, run.with_overrides(load(args.budget), args))
     if args.command == "capacity":
         return _capacity(args)
-    if args.command == "k6":
-        budget = load(args.budget)
-        names = args.scenarios or list(budget.scenarios)
-        settings = k6.config(
-            budget,
-            url=args.url,
-            ids=service.seed_over_http(args.url.rstrip("/"), k6.IDS),
-            names=names,
-            seconds=args.seconds,
-            rate_scale=args.rate_scale,
-        )
-        return k6.run(settings, Path(args.results))
+    try:
+        headers = given(args.header)
+        if args.command == "k6":
+            return _k6(args, headers)
+    except HeadersError as error:
+        print(error, file=sys.stderr)
+        return 2
     target = service.running(args.url)
     mix = fixed(args.path)
-    with Engine(target.url, ids=[1], processes=args.processes, server_pid=target.pid) as engine:
+    with Engine(
+        target.url, ids=[1], processes=args.processes, server_pid=target.pid, headers=headers
+    ) as engine:
         if args.command == "search":
             return _search(engine, mix, args)
         step = engine.run(mix, concurrency=args.concurrency, duration=args.seconds)
     print(json.dumps(asdict(step)))
     return 0
+
+
+def _k6(args: argparse.Namespace, headers: dict[str, str]) -> int:
+    budget = load(args.budget)
+    settings = k6.config(
+        budget,
+        url=args.url,
+        ids=service.seed_over_http(args.url.rstrip("/"), k6.IDS, headers),
+        names=args.scenarios or list(budget.scenarios),
+        seconds=args.seconds,
+        rate_scale=args.rate_scale,
+    )
+    return k6.run(settings, Path(args.results), headers)
 
 
 def _search(engine: Engine, mix: Mix, args: argparse.Namespace) -> int:

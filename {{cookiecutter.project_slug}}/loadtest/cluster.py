@@ -14,6 +14,13 @@ into the config, so every runner uses the same ids:
     python -m loadtest.cluster --release shop --namespace prod --parallelism 4 --pods 6 \
         --seed-url http://127.0.0.1:8080
     kubectl apply -f loadtest/results/k6-cluster.yaml
+
+Credentials: the seeding sends the headers of LOADTEST_HEADERS (loadtest/headers.py); the runners
+read theirs from the key LOADTEST_HEADERS of the Secret named by `--headers-secret`, through
+the TestRun's runner env, so neither the ConfigMap nor the written file holds a secret:
+
+    kubectl -n prod create secret generic shop-load-headers \
+        --from-literal=LOADTEST_HEADERS="X-API-Key: $KEY"
 """
 
 import argparse
@@ -24,6 +31,7 @@ from typing import Any
 
 from . import k6, project, service
 from .budget import load
+from .headers import ENVIRONMENT, HeadersError, given
 
 CHART = project.HELM_VALUES.parent.name
 CONFIG_FILE = "k6-config.json"  # beside the script: crud.js reads it when K6_CONFIG is unset
@@ -37,9 +45,16 @@ def service_url(release: str, namespace: str, port: int) -> str:
 
 
 def manifests(
-    settings: dict[str, Any], *, name: str, namespace: str, release: str, parallelism: int
+    settings: dict[str, Any],
+    *,
+    name: str,
+    namespace: str,
+    release: str,
+    parallelism: int,
+    headers_secret: str | None = None,
 ) -> list[dict[str, Any]]:
-    """The ConfigMap with the script and its config, and the TestRun that runs them."""
+    """The ConfigMap with the script and its config, and the TestRun that runs them; its runners
+    take LOADTEST_HEADERS from the Secret `headers_secret` when one is named."""
     labels = {
         "app.kubernetes.io/part-of": CHART,
         "app.kubernetes.io/instance": release,
@@ -51,7 +66,7 @@ def manifests(
         "metadata": {"name": f"{name}-script", "namespace": namespace, "labels": labels},
         "data": {SCRIPT_FILE: k6.SCRIPT.read_text(), CONFIG_FILE: json.dumps(settings, indent=2)},
     }
-    test_run = {
+    test_run: dict[str, Any] = {
         "apiVersion": "k6.io/v1alpha1",
         "kind": "TestRun",
         "metadata": {"name": name, "namespace": namespace, "labels": labels},
@@ -78,6 +93,9 @@ def manifests(
             },
         },
     }
+    if headers_secret is not None:
+        secret = {"secretKeyRef": {"name": headers_secret, "key": ENVIRONMENT}}
+        test_run["spec"]["runner"]["env"] = [{"name": ENVIRONMENT, "valueFrom": secret}]
     return [config_map, test_run]
 
 
@@ -97,6 +115,11 @@ def _parser() -> argparse.ArgumentParser:
         "--seed-url",
         help="the service as this machine reaches it (kubectl port-forward), to seed the ids "
         "through its API; default: --url",
+    )
+    parser.add_argument(
+        "--headers-secret",
+        help=f"Secret whose key {ENVIRONMENT} holds the headers every request carries "
+        "(an API key, a token), one `Name: value` per line",
     )
     parser.add_argument("--scenarios", type=lambda text: text.split(","), help="comma-separated")
     parser.add_argument("--seconds", type=float, default=60.0, help="steady part of each scenario")
@@ -119,12 +142,23 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    try:
+        headers = given()
+        if headers and args.headers_secret is None:
+            raise HeadersError(
+                f"{ENVIRONMENT} is set for the seeding, but the runners would send no headers: "
+                f"name the Secret that holds them with --headers-secret (HEADERS_SECRET=...)"
+            )
+        ids = service.seed_over_http(seed_url.rstrip("/"), k6.IDS, headers)
+    except HeadersError as error:
+        print(error, file=sys.stderr)
+        return 2
     budget = load(args.budget)
     url = args.url or service_url(args.release, args.namespace, args.service_port)
     settings = k6.config(
         budget,
         url=url,
-        ids=service.seed_over_http(seed_url.rstrip("/"), k6.IDS),
+        ids=ids,
         names=args.scenarios or list(budget.scenarios),
         seconds=args.seconds,
         rate_scale=args.pods,
@@ -135,6 +169,7 @@ def main(argv: list[str] | None = None) -> int:
         namespace=args.namespace,
         release=args.release,
         parallelism=args.parallelism,
+        headers_secret=args.headers_secret,
     )
     args.output.parent.mkdir(parents=True, exist_ok=True)
     # JSON documents are YAML documents: kubectl applies the stream as it is.

@@ -1,6 +1,7 @@
 """The same scenario through wrk, back to back with this engine: the engine's own calibration."""
 
 import statistics
+from collections.abc import Mapping
 from typing import Any
 
 from . import wrk
@@ -17,7 +18,13 @@ def whole_seconds(seconds: float) -> int:
 
 
 def cross_check(
-    engine: Engine, url: str, ids: list[int], concurrency: int, step_seconds: float, threads: int
+    engine: Engine,
+    url: str,
+    ids: list[int],
+    concurrency: int,
+    step_seconds: float,
+    threads: int,
+    headers: Mapping[str, str],
 ) -> dict[str, Any]:
     """This engine and wrk alternately (engine, wrk, engine, wrk, engine) on the by-id scenario at
     `concurrency` (the knee), within a minute or so; medians compared, so that one noisy run cannot
@@ -32,7 +39,14 @@ def cross_check(
             engine_runs.append(engine.run(mix, concurrency=concurrency, duration=seconds).rps)
         else:
             wrk_runs.append(
-                wrk.run(url, lua, connections=concurrency, seconds=seconds, threads=threads)
+                wrk.run(
+                    url,
+                    lua,
+                    connections=concurrency,
+                    seconds=seconds,
+                    threads=threads,
+                    headers=headers,
+                )
             )
     engine_rps = statistics.median(engine_runs)
     wrk_rps = statistics.median(run["rps"] for run in wrk_runs)

@@ -11,7 +11,7 @@ import math
 import multiprocessing
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from types import TracebackType
@@ -54,7 +54,8 @@ def _cpu_seconds(process: psutil.Process) -> float:
 
 
 class Engine:
-    """`processes` client processes against http://host:port; use as a context manager."""
+    """`processes` client processes against http://host:port, every request carrying `headers`
+    (handed to each process over its pipe, never through a file); use as a context manager."""
 
     def __init__(
         self,
@@ -63,6 +64,7 @@ class Engine:
         ids: Sequence[int],
         processes: int,
         server_pid: int | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         address = base_url.removeprefix("http://").rstrip("/")
         host, _, port = address.partition(":")
@@ -73,7 +75,7 @@ class Engine:
             mine, theirs = context.Pipe()
             process = context.Process(
                 target=serve_jobs,
-                args=(theirs, host, int(port or 80), list(ids)),
+                args=(theirs, host, int(port or 80), list(ids), dict(headers or {})),
                 daemon=True,
             )
             process.start()

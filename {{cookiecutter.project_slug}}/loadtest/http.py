@@ -8,7 +8,7 @@ nothing else; it speaks only to servers that send Content-Length (uvicorn does).
 
 import asyncio
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from .scenarios import RANDOM_BELOW, Mix, Operation, parts, render
 
@@ -40,8 +40,8 @@ async def exchange(
     return status, b"\r\nconnection: close" in lowered
 
 
-def _request(method: str, target: str, body: bytes | None = None) -> bytes:
-    head = f"{method} {target} HTTP/1.1\r\nHost: loadtest\r\n"
+def _request(method: str, target: str, body: bytes | None = None, extra: str = "") -> bytes:
+    head = f"{method} {target} HTTP/1.1\r\nHost: loadtest\r\n{extra}"
     if body is None:
         return f"{head}\r\n".encode()
     return (
@@ -50,15 +50,19 @@ def _request(method: str, target: str, body: bytes | None = None) -> bytes:
     )
 
 
-def build_op(operation: Operation, ids: Sequence[int]) -> Op:
-    """The request factory of one operation of the scenario table (loadtest/scenarios.py)."""
+def build_op(
+    operation: Operation, ids: Sequence[int], headers: Mapping[str, str] | None = None
+) -> Op:
+    """The request factory of one operation of the scenario table (loadtest/scenarios.py), each
+    request carrying `headers` (loadtest/headers.py checked them: one line each)."""
     if operation.consumes_id:
         raise ValueError(f"{operation.name} uses each id once; the engine draws ids at random")
     path = parts(operation.path)
     body = parts(operation.body) if operation.body is not None else None
     method, status = operation.method, operation.status
+    extra = "".join(f"{name}: {value}\r\n" for name, value in (headers or {}).items())
     if len(path) == 1 and body is None:
-        fixed = _request(method, path[0])
+        fixed = _request(method, path[0], extra=extra)
         return lambda rng: (fixed, status)
 
     def request(rng: random.Random) -> tuple[bytes, int]:
@@ -66,14 +70,14 @@ def build_op(operation: Operation, ids: Sequence[int]) -> Op:
             return rng.choice(ids) if name == "id" else rng.randrange(RANDOM_BELOW)
 
         content = render(body, value).encode() if body is not None else None
-        return _request(method, render(path, value), content), status
+        return _request(method, render(path, value), content, extra), status
 
     return request
 
 
-def build_mix(mix: Mix, ids: Sequence[int]) -> Op:
+def build_mix(mix: Mix, ids: Sequence[int], headers: Mapping[str, str] | None = None) -> Op:
     """One op that picks among weighted ops, e.g. SCENARIOS["mixed"]: by id 80, patch 20."""
-    ops = [build_op(operation, ids) for operation, _ in mix]
+    ops = [build_op(operation, ids, headers) for operation, _ in mix]
     if len(ops) == 1:
         return ops[0]
     weights = [weight for _, weight in mix]

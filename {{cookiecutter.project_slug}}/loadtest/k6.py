@@ -7,10 +7,12 @@ import json
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from .budget import Budget
+from .headers import environment
 from .scenarios import RANDOM_BELOW, SCENARIOS, parts
 
 SCRIPT = Path(__file__).resolve().parent / "k6" / "crud.js"
@@ -82,7 +84,9 @@ def binary() -> str:
     return found
 
 
-def run(settings: dict[str, Any], folder: Path) -> int:
+def run(settings: dict[str, Any], folder: Path, headers: Mapping[str, str]) -> int:
+    """k6 on `settings`, written to `folder`; `headers` on every request, handed to k6 in its
+    environment (LOADTEST_HEADERS, read by crud.js), so the written config holds no secret."""
     folder.mkdir(parents=True, exist_ok=True)
     config_path = folder / "k6-config.json"
     config_path.write_text(json.dumps(settings, indent=2))
@@ -91,4 +95,4 @@ def run(settings: dict[str, Any], folder: Path) -> int:
         binary(), "run", "--quiet", "--env", f"K6_CONFIG={config_path.resolve()}",
         "--summary-export", str(summary), str(SCRIPT),
     ]  # fmt: skip
-    return subprocess.call(command)
+    return subprocess.call(command, env=environment(headers))

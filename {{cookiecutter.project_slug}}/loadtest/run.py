@@ -10,10 +10,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from . import crosscheck, report, service, wrk
+from . import credentials, crosscheck, report, service, wrk
 from .budget import Budget
 from .capacity import capacity_from, describe, write_helm_values
 from .engine import Engine
+from .headers import HeadersError, given
 from .knee import Verdict, client_capacity
 from .scenarios import PROBE, SCENARIOS
 from .sweep import say, sweep
@@ -36,15 +37,21 @@ def main(args: Any, budget: Budget) -> int:
     pin = not args.no_pin and not args.url and service.can_pin()
     client_cores = service.keep_client_off_server_core() if pin else service.cores()
     with contextlib.ExitStack() as stack:
-        if args.url:
-            target = service.running(args.url)
-        else:
-            most = max(budget.sweep.concurrency)
-            assert database_url is not None
-            target = stack.enter_context(
-                service.started(database_url, max_concurrency=most, pin=pin)
-            )
-        ids = service.seed_ids(database_url, target.url, budget.sweep.seed_rows)
+        try:
+            headers = given(args.header)
+            if args.url:
+                target = service.running(args.url)
+            else:
+                headers, settings = stack.enter_context(credentials.for_started_service(headers))
+                most = max(budget.sweep.concurrency)
+                assert database_url is not None
+                target = stack.enter_context(
+                    service.started(database_url, max_concurrency=most, pin=pin, settings=settings)
+                )
+            ids = service.seed_ids(database_url, target.url, budget.sweep.seed_rows, headers)
+        except HeadersError as error:
+            say(str(error))
+            return 2
         processes = args.processes or max(2, len(client_cores))
         engine = stack.enter_context(
             Engine(
@@ -52,6 +59,7 @@ def main(args: Any, budget: Budget) -> int:
                 ids=ids,
                 processes=processes,
                 server_pid=target.pid,
+                headers=headers,
             )
         )
         say(
@@ -67,6 +75,7 @@ def main(args: Any, budget: Budget) -> int:
             "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "target": asdict(target) | {"started_here": not args.url},
             "client": {
+                "headers": sorted(headers),  # the names alone: a value may be a secret
                 "processes": processes,
                 "cores": client_cores,
                 "capacity_rps": round(capacity_rps),
@@ -87,7 +96,13 @@ def main(args: Any, budget: Budget) -> int:
         ):
             concurrency = checked["steps"][checked["knee_index"]]["concurrency"]
             found = crosscheck.cross_check(
-                engine, target.url, ids, concurrency, budget.sweep.step_seconds, len(client_cores)
+                engine,
+                target.url,
+                ids,
+                concurrency,
+                budget.sweep.step_seconds,
+                len(client_cores),
+                headers,
             )
             say(
                 f"\nwrk cross-check at {concurrency}: engine {found['engine_runs_rps']} RPS, wrk {found['wrk_runs_rps']} RPS"

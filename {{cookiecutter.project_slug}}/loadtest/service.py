@@ -10,7 +10,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -20,6 +20,7 @@ import psutil
 from devdb import free_port
 
 from . import project
+from .headers import ENVIRONMENT, HeadersError
 from .scenarios import OPERATIONS, RANDOM_BELOW, parts, render
 
 SERVER_CORE = 0
@@ -67,8 +68,11 @@ def wait_until_healthy(
 
 
 @contextlib.contextmanager
-def started(database_url: str, *, max_concurrency: int, pin: bool) -> Iterator[Target]:
-    """`python -m <package>`: one worker, pinned to core 0 when the machine has two cores or more.
+def started(
+    database_url: str, *, max_concurrency: int, pin: bool, settings: Mapping[str, str]
+) -> Iterator[Target]:
+    """`python -m <package>`: one worker, pinned to core 0 when the machine has two cores or more,
+    with `settings` over the environment's (loadtest/credentials.py: the ones its auth needs).
 
     The service's admission limits (connections and requests in flight) are raised above the
     sweep so that the sweep and the search measure the service, not the limits; the capacity
@@ -91,6 +95,7 @@ def started(database_url: str, *, max_concurrency: int, pin: bool) -> Iterator[T
         "LIMIT_CONCURRENCY": str(max(1000, 4 * max_concurrency)),
         "MAX_IN_FLIGHT": str(max(1000, 4 * max_concurrency)),
         "PYTHONPATH": os.pathsep.join(filter(None, [source, os.environ.get("PYTHONPATH")])),
+        **settings,
     }
     process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
@@ -141,20 +146,38 @@ def seed(database_url: str, rows: int) -> list[int]:
     return asyncio.run(_seed(database_url, rows))
 
 
-def seed_ids(database_url: str | None, url: str, rows: int) -> list[int]:
+def seed_ids(
+    database_url: str | None, url: str, rows: int, headers: Mapping[str, str]
+) -> list[int]:
     """The ids to load: through the database when there is one (any number of rows, one
     statement), else through the service's API."""
-    return seed(database_url, rows) if database_url else seed_over_http(url, rows)
+    return seed(database_url, rows) if database_url else seed_over_http(url, rows, headers)
 
 
-def seed_over_http(url: str, rows: int) -> list[int]:
+def _answer(request: urllib.request.Request) -> bytes:
+    try:
+        with urllib.request.urlopen(request) as response:  # noqa: S310
+            body: bytes = response.read()
+            return body
+    except urllib.error.HTTPError as error:
+        if error.code in (401, 403):
+            raise HeadersError(
+                f"the service answered {error.code} to {request.get_method()} "
+                f"{urlsplit(request.full_url).path}: give its credentials in {ENVIRONMENT} "
+                "or --header (see loadtest/README.md)"
+            ) from None
+        raise
+
+
+def seed_over_http(url: str, rows: int, headers: Mapping[str, str]) -> list[int]:
     """Without database access: the ids the API lists, creating rows through it when too few
-    (up to 1,000). The one seeder over HTTP: `make k6` and `make k6-cluster` use it too."""
+    (up to 1,000), each request carrying `headers`. The one seeder over HTTP: `make k6` and
+    `make k6-cluster` use it too."""
     ids: list[int] = []
     after = 0
     while len(ids) < rows:
-        with urllib.request.urlopen(f"{url}{project.PREFIX}?limit=500&after={after}") as page:  # noqa: S310
-            body = page.read()
+        target = f"{url}{project.PREFIX}?limit=500&after={after}"
+        body = _answer(urllib.request.Request(target, headers=dict(headers)))  # noqa: S310
         data = orjson.loads(body)
         ids += [row["id"] for row in data["data"]]
         if data["next_after"] is None:
@@ -165,11 +188,10 @@ def seed_over_http(url: str, rows: int) -> list[int]:
         request = urllib.request.Request(  # noqa: S310
             url + render(parts(create.path), _random),
             data=render(parts(create.body or ""), _random).encode(),
-            headers={"Content-Type": "application/json"},
+            headers={**headers, "Content-Type": "application/json"},
             method=create.method,
         )
-        with urllib.request.urlopen(request) as response:  # noqa: S310
-            ids.append(orjson.loads(response.read())["id"])
+        ids.append(orjson.loads(_answer(request))["id"])
     return ids[:rows]
 
 

@@ -10,7 +10,7 @@ import contextlib
 import math
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 
@@ -123,7 +123,9 @@ class _Run:
                 conn[1].close()
 
 
-def serve_jobs(channel: Connection, host: str, port: int, ids: Sequence[int]) -> None:
+def serve_jobs(
+    channel: Connection, host: str, port: int, ids: Sequence[int], headers: Mapping[str, str]
+) -> None:
     """A client process: run each job received and send back its raw measurements."""
     with contextlib.suppress(ImportError):  # uvloop: a dependency of the service, not on Windows
         import uvloop
@@ -131,6 +133,6 @@ def serve_jobs(channel: Connection, host: str, port: int, ids: Sequence[int]) ->
         asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
     channel.send("ready")
     while (job := channel.recv()) is not None:
-        run = _Run(host, port, build_mix(job.mix, ids), job)
+        run = _Run(host, port, build_mix(job.mix, ids, headers), job)
         asyncio.run(run.open() if job.rate else run.closed())
         channel.send(Part(run.latencies, run.errors, run.unanswered))

@@ -1,16 +1,22 @@
 """wrk driven by the scenario table: the Lua script of a mix, written from loadtest/scenarios.py,
-and wrk's figures read back. The engine's cross-check runs it, and so does the template's bench."""
+and wrk's figures read back. The engine's cross-check runs it, and so does the template's bench.
+The headers every request carries (loadtest/credentials.py) reach the script in its environment,
+never on wrk's command line nor in the Lua file."""
 
 import json
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
+from .headers import ENVIRONMENT, environment
 from .scenarios import RANDOM_BELOW, Mix, Operation, parts
 
 # Ids at random in the seeded range (contiguous), or in order from its start for an operation
-# that uses each id once (each wrk thread counts on its own: run those with one thread); one JSON
+# that uses each id once (each wrk thread counts on its own: run those with one thread); the
+# headers of LOADTEST_HEADERS (`Name: value` lines) on every request, a request with a body in the
+# same table as its Content-Type (wrk.format ignores -H headers once given a table); one JSON
 # line of figures at the end.
 _PRELUDE = """math.randomseed(os.time())
 local low, high, next_id = %(low)d, %(high)d, %(low)d
@@ -19,6 +25,11 @@ local values = {
   n = function() return math.random(0, %(below)d) end,
   next = function() next_id = next_id + 1; return next_id - 1 end,
 }
+local plain, json = {}, {["Content-Type"] = "application/json"}
+for line in (os.getenv("%(headers)s") or ""):gmatch("[^\\n]+") do
+  local name, value = line:match("^%%s*([^:]-)%%s*:%%s*(.-)%%s*$")
+  if name and name ~= "" then plain[name], json[name] = value, value end
+end
 """
 _REPORT = """
 done = function(summary, latency, requests)
@@ -49,15 +60,15 @@ def _text(template: str, consumes_id: bool) -> str:
 def _request(operation: Operation) -> str:
     path = _text(operation.path, operation.consumes_id)
     if operation.body is None:
-        return f'wrk.format("{operation.method}", {path})'
+        return f'wrk.format("{operation.method}", {path}, plain)'
     body = _text(operation.body, operation.consumes_id)
-    headers = '{["Content-Type"] = "application/json"}'
-    return f'wrk.format("{operation.method}", {path}, {headers}, {body})'
+    return f'wrk.format("{operation.method}", {path}, json, {body})'
 
 
 def script(mix: Mix, *, low: int, high: int, delay_ms: int | None = None) -> str:
     """The Lua of `mix` (weighted), its ids in [low, high]; `delay_ms` of think time per request."""
-    lines = [_PRELUDE % {"low": low, "high": high, "below": RANDOM_BELOW - 1}]
+    values = {"low": low, "high": high, "below": RANDOM_BELOW - 1, "headers": ENVIRONMENT}
+    lines = [_PRELUDE % values]
     if len(mix) == 1:
         lines.append(f"request = function() return {_request(mix[0][0])} end")
     else:
@@ -84,12 +95,11 @@ def run(
     connections: int,
     seconds: int,
     threads: int = 1,
-    headers: dict[str, str] | None = None,
+    headers: Mapping[str, str] | None = None,
 ) -> dict[str, float]:
-    """One wrk run of a script from `script()`: requests, RPS, p50 and p99, errors (non-2xx/3xx
-    answers and socket errors)."""
+    """One wrk run of a script from `script()`, every request carrying `headers`: requests, RPS,
+    p50 and p99, errors (non-2xx/3xx answers and socket errors)."""
     command = ["wrk", f"-t{max(1, min(threads, connections))}", f"-c{connections}", f"-d{seconds}s"]
-    command += [f"-H{name}: {value}" for name, value in (headers or {}).items()]
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "mix.lua"
         path.write_text(lua)
@@ -99,6 +109,7 @@ def run(
             text=True,
             timeout=seconds + 30,
             check=True,
+            env=environment(headers or {}),
         )
     line = next(line for line in result.stdout.splitlines() if line.startswith("WRK_JSON "))
     raw = json.loads(line.removeprefix("WRK_JSON "))

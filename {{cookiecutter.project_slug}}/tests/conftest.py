@@ -25,15 +25,14 @@ import httpx
 import pytest
 from devdb import ThrowawayPostgres, free_port
 from fastapi import FastAPI
+{%- if cookiecutter.auth == "jwt" %}
+from loadtest.issuer import Issuer
+{%- endif %}
 from loadtest.service import wait_until_healthy
 from starlette.types import ASGIApp
 
 from {{ cookiecutter.package_name }}.app import create_app
 from {{ cookiecutter.package_name }}.settings import Settings
-{%- if cookiecutter.auth == "jwt" %}
-
-from .issuer import Issuer
-{%- endif %}
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 BASE = "/{{ cookiecutter.resource_plural }}"

@@ -44,6 +44,16 @@ def test_the_engine_sends_each_operation_as_the_table_writes_it(operation: Opera
         assert headers["Content-Length"] == str(len(body))
 
 
+def test_every_request_of_the_engine_carries_the_headers_given() -> None:
+    headers = {"X-API-Key": "key-1", "X-Trace": "a"}
+    for operation in [item for item in OPERATIONS.values() if not item.consumes_id]:
+        request, _ = build_op(operation, [42], headers)(random.Random(1))
+        assert _parse(request)[2].items() >= headers.items(), operation.name
+    op, rng = build_mix(SCENARIOS["mixed"], [42], headers), random.Random(3)
+    for method, _, sent, _ in (_parse(op(rng)[0]) for _ in range(50)):
+        assert sent.items() >= headers.items(), method
+
+
 def test_the_engine_refuses_an_operation_that_consumes_its_ids() -> None:
     with pytest.raises(ValueError, match="each id once"):
         build_op(OPERATIONS["delete"], [1])

@@ -1,9 +1,20 @@
-"""The k6 config: the requests of each scenario from the scenario table, the ids from Python."""
+"""The k6 config: the requests of each scenario from the scenario table, the ids from Python; the
+headers every request carries reach k6 (and a cluster's runners) in the environment, not in a file."""
 
-from loadtest import project
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from loadtest import cluster, k6, project
 from loadtest.budget import load
+from loadtest.headers import ENVIRONMENT
 from loadtest.k6 import IDS, config
 from loadtest.scenarios import SCENARIOS, parts
+
+SECRET = "s3cret-value-of-the-test"
 
 
 def test_the_k6_config_carries_each_scenarios_operations_and_weights_from_the_table() -> None:
@@ -33,3 +44,81 @@ def test_the_k6_config_holds_only_the_chosen_scenarios_and_at_most_IDS_ids() -> 
     assert list(settings["operations"]) == ["create"]
     assert list(settings["mixes"]) == ["create"]
     assert settings["ids"] == ids[:IDS]
+
+
+class _Recorder(BaseHTTPRequestHandler):
+    """Records each request's method and headers (names in lower case); answers POST 201 and
+    anything else 200."""
+
+    protocol_version = "HTTP/1.1"  # keep-alive, as k6 expects
+    seen: list[tuple[str, dict[str, str]]]
+
+    def _answer(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.seen.append((self.command, {k.lower(): v for k, v in self.headers.items()}))
+        self.send_response(201 if self.command == "POST" else 200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    do_GET = do_POST = _answer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def recorder() -> Iterator[tuple[str, list[tuple[str, dict[str, str]]]]]:
+    seen: list[tuple[str, dict[str, str]]] = []
+    handler = type("Handler", (_Recorder,), {"seen": seen})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", seen
+    server.shutdown()
+    server.server_close()
+    thread.join()
+
+
+def test_k6_sends_the_headers_on_every_request_and_writes_none_of_them(
+    recorder: tuple[str, list[tuple[str, dict[str, str]]]], tmp_path: Path
+) -> None:
+    url, seen = recorder
+    budget = load(project.BUDGET)
+    names = ["by_id", "create"]
+    settings = config(budget, url=url, ids=[1, 2], names=names, seconds=0.5, rate_scale=0.02)
+    assert k6.run(settings, tmp_path, {"X-API-Key": SECRET}) == 0
+    assert {method for method, _ in seen} == {"GET", "POST"}
+    for method, headers in seen:
+        assert headers.get("x-api-key") == SECRET, (method, headers)
+    posted = [headers for method, headers in seen if method == "POST"]
+    assert all(headers["content-type"] == "application/json" for headers in posted)
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["k6-config.json", "k6-summary.json"]
+    for path in tmp_path.iterdir():
+        assert SECRET not in path.read_text(), path.name
+
+
+def test_the_cluster_runners_take_the_headers_from_a_secret_and_the_configmap_holds_none() -> None:
+    settings = config(load(project.BUDGET), url="http://x", ids=[1], names=["by_id"], seconds=1.0)
+    config_map, test_run = cluster.manifests(
+        settings, name="t", namespace="n", release="r", parallelism=2, headers_secret="r-headers"
+    )
+    assert test_run["spec"]["runner"]["env"] == [
+        {
+            "name": ENVIRONMENT,
+            "valueFrom": {"secretKeyRef": {"name": "r-headers", "key": ENVIRONMENT}},
+        }
+    ]
+    plain = cluster.manifests(settings, name="t", namespace="n", release="r", parallelism=2)
+    assert "env" not in plain[1]["spec"]["runner"]
+    assert plain[0] == config_map
+
+
+def test_k6_cluster_refuses_headers_for_the_seeding_when_no_secret_carries_them_to_the_runners(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv(ENVIRONMENT, f"X-API-Key: {SECRET}")
+    assert cluster.main(["--seed-url", "http://127.0.0.1:9"]) == 2
+    error = capsys.readouterr().err
+    assert "--headers-secret" in error
+    assert SECRET not in error

@@ -1,7 +1,9 @@
 """wrk's Lua: each operation's request written from the scenario table, the mix by weight."""
 
 import json
+import re
 
+from loadtest.headers import ENVIRONMENT
 from loadtest.scenarios import OPERATIONS, SCENARIOS, parts
 from loadtest.wrk import script
 
@@ -10,6 +12,10 @@ def test_the_wrk_script_requests_each_operation_as_the_table_writes_it() -> None
     for operation in OPERATIONS.values():
         lua = script(((operation, 1),), low=1, high=9)
         assert f'request = function() return wrk.format("{operation.method}", ' in lua
+        # Every request takes the table of headers read from LOADTEST_HEADERS at the start.
+        request = next(line for line in lua.splitlines() if line.startswith("request = "))
+        table = "json" if operation.body else "plain"
+        assert re.search(rf", {table}(, .+)?\) end$", request), request
         for template in filter(None, (operation.path, operation.body)):
             split = parts(template)
             for index, part in enumerate(split):
@@ -31,3 +37,9 @@ def test_the_wrk_script_draws_ids_from_the_seeded_range_and_reports_one_json_lin
     assert "local low, high, next_id = 11, 99, 11" in lua
     assert "delay = function() return 10 end" in lua
     assert "WRK_JSON" in lua
+
+
+def test_the_wrk_script_reads_the_headers_from_its_environment_not_from_its_text() -> None:
+    lua = script(SCENARIOS["mixed"], low=1, high=9)
+    assert f'os.getenv("{ENVIRONMENT}")' in lua
+    assert "plain[name], json[name] = value, value" in lua

@@ -3,7 +3,9 @@
 // status, route name) and their weights from the scenario table, loadtest/scenarios.py; arrival
 // rates and thresholds from loadtest/budget.toml; the ids to use, seeded by Python beforehand.
 // Run it with `make k6`, or in a cluster with k6-operator (`make k6-cluster`), where the config
-// sits next to this script.
+// sits next to this script. The headers every request carries (credentials) come from the
+// environment, LOADTEST_HEADERS (one `Name: value` per line), never from the config: `make k6`
+// sets it from its own, a cluster's runners from a Secret (loadtest/headers.py).
 import http from 'k6/http';
 import { check } from 'k6';
 import exec from 'k6/execution';
@@ -24,6 +26,12 @@ function withChecksThresholds(options) {
 }
 
 export const options = Object.assign({ discardResponseBodies: true }, withChecksThresholds(config.options));
+
+const sent = {};
+for (const line of (__ENV.LOADTEST_HEADERS || '').split('\n')) {
+  const colon = line.indexOf(':');
+  if (colon > 0) sent[line.slice(0, colon).trim()] = line.slice(colon + 1).trim();
+}
 
 const values = {
   id: () => config.ids[Math.floor(Math.random() * config.ids.length)],
@@ -49,11 +57,11 @@ function pick(mix) {
 // route, not one per URL: every request is tagged with its route's name.
 export default function () {
   const operation = pick(config.mixes[exec.scenario.name]);
-  const params = { tags: { name: operation.route } };
+  const params = { tags: { name: operation.route }, headers: sent };
   let body = null;
   if (operation.body !== null) {
     body = render(operation.body);
-    params.headers = { 'Content-Type': 'application/json' };
+    params.headers = Object.assign({ 'Content-Type': 'application/json' }, sent);
   }
   const response = http.request(operation.method, config.base_url + render(operation.path), body, params);
   check(response, { [`status ${operation.status}`]: (r) => r.status === operation.status });
