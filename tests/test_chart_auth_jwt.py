@@ -86,7 +86,7 @@ def test_network_policy_of_a_jwt_bake_lets_the_pods_out_to_the_issuer_on_the_jwk
 def test_make_helm_lint_of_a_jwt_bake_lints_with_the_values_the_schema_requires(
     jwt_project: Path,
 ) -> None:
-    result = run(jwt_project, "make", "-n", "helm-lint", "HELM=helm")
+    result = run(jwt_project, "make", "--no-print-directory", "-n", "helm-lint", "HELM=helm")
     assert result.returncode == 0, result.stderr
     words = result.stdout.splitlines()[0].split()
     assert words[:3] == ["helm", "lint", "--strict"]

@@ -1,6 +1,6 @@
-{%- if cookiecutter.auth == "none" %}
+{% if cookiecutter.auth == "none" -%}
 """`helm test`: /readyz, then one create-read-delete round trip of a {{ cookiecutter.resource }}.
-{%- else %}
+{%- else -%}
 """`helm test`: /readyz, then the {{ cookiecutter.resource_plural }} refuse a read and a write that carry no credentials.
 
 The release holds no credential a test could send ({% if cookiecutter.auth == "api_key" %}only digests of the API keys{% else %}only the issuer's address{% endif %}), so the
