@@ -64,6 +64,17 @@ def chart_of(project: Path) -> Path:
     return project / "deploy" / "helm" / project.name
 
 
+def run_helm_test(chart: Path, base_url: str) -> subprocess.CompletedProcess[str]:
+    """The chart's `helm test` script (files/helm_test.py) run against `base_url`."""
+    return subprocess.run(
+        [sys.executable, str(chart / "files" / "helm_test.py")],
+        env={"BASE_URL": base_url},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
 def render(chart: Path, values: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """`helm template` through Helm's engine: the schema is enforced, then every template runs
     (hooks and test hooks included, as `helm template` prints them)."""

@@ -5,8 +5,6 @@ no trace of authentication. Both auth bakes lint, render valid objects and docum
 
 import hashlib
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +22,7 @@ from .charting import (
     merge,
     pod_variables,
     render,
+    run_helm_test,
     service_settings,
     validate,
 )
@@ -169,22 +168,12 @@ def test_chart_readme_and_deploying_guide_of_an_auth_bake_document_its_values(
     assert f"`{rows[-1]}`" in guide
 
 
-def _helm_test(script: Path, base_url: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, str(script)],
-        env={"BASE_URL": base_url},
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-
-
 def test_helm_test_of_an_auth_bake_passes_when_the_guard_is_on_and_fails_when_it_is_off(
     api_key_project: Path, default_project: Path, postgres_url: str, tmp_path: Path
 ) -> None:
     """The release holds only digests, so `helm test` cannot send a key: it checks that the
     service is ready and refuses a read and a write without one."""
-    script = chart_of(api_key_project) / "files" / "helm_test.py"
+    chart = chart_of(api_key_project)
     digest = hashlib.sha256(b"a key no test sends").hexdigest()
     with migrated_database(api_key_project, postgres_url, "helm_test_auth") as url:
         guarded = start_service(
@@ -192,8 +181,8 @@ def test_helm_test_of_an_auth_bake_passes_when_the_guard_is_on_and_fails_when_it
         )
         open_ = start_service(default_project, url, tmp_path / "open.log")
         try:
-            passed = _helm_test(script, guarded.url)
-            failed = _helm_test(script, open_.url)  # the same script, no guard in front
+            passed = run_helm_test(chart, guarded.url)
+            failed = run_helm_test(chart, open_.url)  # the same script, no guard in front
         finally:
             for served in (guarded, open_):
                 served.process.terminate()

@@ -2,8 +2,6 @@
 digest, the metrics port, the NetworkPolicy and the `helm test` hook (alerts:
 test_chart_alerts.py)."""
 
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +16,7 @@ from .charting import (
     find,
     pod_selectors,
     render,
+    run_helm_test,
     selects,
 )
 from .serving import migrated_database, start_service
@@ -182,17 +181,10 @@ def test_helm_test_hook_runs_the_round_trip_script_against_the_service(chart: Pa
 def test_helm_test_script_passes_on_a_served_service_and_fails_without_one(
     default_project: Path, chart: Path, postgres_url: str, tmp_path: Path
 ) -> None:
-    script = str(chart / "files" / "helm_test.py")
     with migrated_database(default_project, postgres_url, "helm_test") as url:
         served = start_service(default_project, url, tmp_path / "service.log")
         try:
-            passed = subprocess.run(
-                [sys.executable, script],
-                env={"BASE_URL": served.url},
-                capture_output=True,
-                text=True,
-                check=False,
-            )
+            passed = run_helm_test(chart, served.url)
         finally:
             served.process.terminate()
             served.process.wait(timeout=30)
@@ -202,12 +194,6 @@ def test_helm_test_script_passes_on_a_served_service_and_fails_without_one(
     assert steps[-1].endswith(" after DELETE"), steps
     assert len(steps) == 5
     port = load_dev_module(default_project, "devdb").free_port()
-    failed = subprocess.run(
-        [sys.executable, script],
-        env={"BASE_URL": f"http://127.0.0.1:{port}"},
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    failed = run_helm_test(chart, f"http://127.0.0.1:{port}")
     assert failed.returncode == 1
     assert failed.stdout.startswith("FAIL"), failed.stdout + failed.stderr
