@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 import schemathesis
-from inventory_service.conditional import IF_MATCH_PATTERN, IF_NONE_MATCH_PATTERN
+from inventory_service.kit.conditional import IF_MATCH_PATTERN, IF_NONE_MATCH_PATTERN
 
 _DECLARED = {"if-match": IF_MATCH_PATTERN, "if-none-match": IF_NONE_MATCH_PATTERN}
 

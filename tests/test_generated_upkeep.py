@@ -112,7 +112,7 @@ def test_pre_commit_hooks_are_make_lints_checks_and_fail_on_a_lint_error(tmp_pat
         "mypy --strict",
         "chart README up to date",
     }
-    app = next((project / "src").glob("*/app.py"))
+    app = next((project / "src").glob("*/serving/app.py"))
     app.write_text("import os\n" + app.read_text())  # an unused import
     failed = pre_commit()
     assert failed.returncode == 1

@@ -83,11 +83,15 @@ def test_variant_carries_only_the_auth_modules_of_its_option(
     modules = {"none": set(), "api_key": {"auth.py"}, "jwt": {"auth.py", "jwks.py"}}[
         context.get("auth", "none")
     ]
-    assert {path.name for path in package.glob("*.py")} & {"auth.py", "jwks.py"} == modules
-    tests = {path.name for path in (project / "tests").glob("*.py")}
+    assert {path.name for path in package.rglob("*.py")} & {"auth.py", "jwks.py"} == modules
+    assert {path.name for path in (package / "kit").glob("*.py")} >= modules
+    tests = {path.name for path in (project / "tests").rglob("*.py")}
     assert ("test_auth.py" in tests) == bool(modules)
+    # Every route declares what it needs; READ and WRITE guard them in an auth bake (kit/auth.py).
     routes = (package / context.get("resource_plural", "items") / "routes.py").read_text()
-    assert routes.count("dependencies=") == (5 if modules else 0)
+    assert routes.count("dependencies=") == 5
+    face = (package / "kit" / "__init__.py").read_text()
+    assert ("from .auth import READ, WRITE" in face) == bool(modules)
 
 
 def test_variant_passes_ruff(variant: tuple[Path, dict[str, Any]]) -> None:

@@ -25,7 +25,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 {%- if cookiecutter.auth == "api_key" %}
 
-from {{ cookiecutter.package_name }}.auth import HEADER, digest
+from {{ cookiecutter.package_name }}.kit.auth import HEADER, digest
 
 from .headers import value_of
 {%- elif cookiecutter.auth == "jwt" %}

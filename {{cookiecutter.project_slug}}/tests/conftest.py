@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import weakref
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
@@ -29,9 +30,11 @@ from fastapi import FastAPI
 from loadtest.issuer import Issuer
 {%- endif %}
 from loadtest.service import wait_until_healthy
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Receive, Scope, Send
 
-from {{ cookiecutter.package_name }}.app import create_app
+from {{ cookiecutter.package_name }}.kit.state import STATE_KEY, ServiceState
+from {{ cookiecutter.package_name }}.serving.app import create_app
+from {{ cookiecutter.package_name }}.observability.metrics import Metrics
 from {{ cookiecutter.package_name }}.settings import Settings
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
@@ -182,19 +185,52 @@ def settings(database_url: str, auth_settings: dict[str, Any]) -> Settings:
     )
 
 
+# The lifespan state of each app started in-process, handed to its requests as the server does.
+_running: "weakref.WeakKeyDictionary[FastAPI, dict[str, Any]]" = weakref.WeakKeyDictionary()
+
+
+@asynccontextmanager
+async def lifespan(app: FastAPI) -> AsyncIterator[ServiceState]:
+    """Run `app`'s lifespan (pool, route handlers); its state reaches every in-process request."""
+    async with app.router.lifespan_context(app) as state:
+        assert state is not None
+        _running[app] = dict(state)
+        try:
+            yield state[STATE_KEY]
+        finally:
+            del _running[app]
+
+
+def _with_lifespan_state(app: ASGIApp, state: dict[str, Any]) -> ASGIApp:
+    async def serve(scope: Scope, receive: Receive, send: Send) -> None:
+        # What uvicorn does: a shallow copy of the lifespan state in every request's scope.
+        await app({**scope, "state": dict(state)}, receive, send)
+
+    return serve
+
+
 @pytest.fixture(scope="session")
-async def app(settings: Settings) -> AsyncIterator[FastAPI]:
-    application = create_app(settings)
-    async with application.router.lifespan_context(application):
+def app_metrics() -> Metrics:
+    """The registry of the session's app (`app`)."""
+    return Metrics()
+
+
+@pytest.fixture(scope="session")
+async def app(settings: Settings, app_metrics: Metrics) -> AsyncIterator[FastAPI]:
+    application = create_app(settings, metrics=app_metrics)
+    async with lifespan(application):
         yield application
 
 
 def in_process_client(
     app: ASGIApp, headers: dict[str, str] | None = None, *, base_url: str = "http://test"
 ) -> httpx.AsyncClient:
-    """A client that calls `app` (any ASGI app) in-process, with `headers` on every request."""
+    """A client that calls `app` (any ASGI app) in-process, with `headers` on every request;
+    an app started with `lifespan` sees its lifespan state."""
+    state = _running.get(app) if isinstance(app, FastAPI) else None
+    target = app if state is None else _with_lifespan_state(app, state)
     return httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app), base_url=base_url, headers=headers
+        transport=httpx.ASGITransport(app=target), base_url=base_url, headers=headers
     )
 
 
@@ -203,7 +239,7 @@ async def started(
     app: FastAPI, headers: dict[str, str] | None = None
 ) -> AsyncIterator[httpx.AsyncClient]:
     """`app` started (its lifespan run: pool, route handlers) and a client of it in-process."""
-    async with app.router.lifespan_context(app), in_process_client(app, headers) as http:
+    async with lifespan(app), in_process_client(app, headers) as http:
         yield http
 
 

@@ -15,9 +15,11 @@ from typing import Any
 import pytest
 
 import {{ cookiecutter.package_name }}
-from {{ cookiecutter.package_name }}.app import create_app
+from {{ cookiecutter.package_name }}.serving.app import create_app
 from {{ cookiecutter.package_name }}.db import Database
 from {{ cookiecutter.package_name }}.settings import Settings
+
+from .conftest import lifespan
 
 
 @pytest.fixture
@@ -124,5 +126,5 @@ async def test_connections_carry_the_statement_timeout(
         database_url=database_url, app_env="test", statement_timeout_ms=1234, **auth_settings
     )
     app = create_app(settings)
-    async with app.router.lifespan_context(app), app.state.db.connection() as connection:
+    async with lifespan(app) as state, state.database.connection() as connection:
         assert await connection.fetchval("SHOW statement_timeout") == "1234ms"

@@ -10,7 +10,7 @@ import pytest
 from loadtest.credentials import for_started_service
 from loadtest.headers import ENVIRONMENT, HeadersError, environment, given, parse
 
-from {{ cookiecutter.package_name }}.app import create_app
+from {{ cookiecutter.package_name }}.serving.app import create_app
 from {{ cookiecutter.package_name }}.settings import Settings
 
 from .conftest import BASE, started

@@ -4,7 +4,7 @@ import sys
 
 from pydantic import ValidationError
 
-from . import server
+from .serving import server
 from .settings import Settings
 from .settings_sources import describe_error
 
@@ -14,6 +14,10 @@ def main() -> int:
         settings = Settings()
     except ValidationError as error:
         print(describe_error(error), file=sys.stderr)
+        return 2
+    problem = server.framework_problem()
+    if problem is not None:
+        print(problem, file=sys.stderr)
         return 2
     return 0 if server.run(settings) else 3  # 3: uvicorn's start-up failure
 

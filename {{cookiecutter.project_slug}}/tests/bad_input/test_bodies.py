@@ -9,6 +9,8 @@ import orjson
 import pytest
 from fastapi import FastAPI
 
+from {{ cookiecutter.package_name }}.settings import Settings
+
 from ..conftest import BASE, count_rows
 from .hostile import (
     JSON,
@@ -169,9 +171,9 @@ async def test_a_hostile_body_gets_a_4xx_problem_naming_it_and_changes_nothing(
 
 
 async def test_body_above_max_body_bytes_gets_413_and_changes_nothing(
-    client: httpx.AsyncClient, app: FastAPI, database_url: str
+    client: httpx.AsyncClient, settings: Settings, database_url: str
 ) -> None:
-    limit: int = app.state.settings.max_body_bytes
+    limit = settings.max_body_bytes
     before = await count_rows(database_url)
     response = await client.post(BASE, content=json_with(description="d" * limit), headers=JSON)
     assert_names_the_problem(response, Hostile("POST", BASE, 413, detail_says=str(limit)))
@@ -179,9 +181,9 @@ async def test_body_above_max_body_bytes_gets_413_and_changes_nothing(
 
 
 async def test_chunked_body_above_max_body_bytes_gets_413(
-    client: httpx.AsyncClient, app: FastAPI
+    client: httpx.AsyncClient, settings: Settings
 ) -> None:
-    limit: int = app.state.settings.max_body_bytes
+    limit = settings.max_body_bytes
 
     async def chunks() -> AsyncIterator[bytes]:
         yield b'{"name": "x", "price_cents": 1, "description": "'

@@ -8,17 +8,19 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from {{ cookiecutter.package_name }}.observability.metrics_listener import metrics_app
+from {{ cookiecutter.package_name }}.observability.metrics import Metrics
+from {{ cookiecutter.package_name }}.serving.metrics_listener import metrics_app
+
+from ..conftest import in_process_client
 
 BASE = "/{{ cookiecutter.resource_plural }}"
 TEMPLATE = "/{{ cookiecutter.resource_plural }}/{{ '{' }}{{ cookiecutter.resource }}_id{{ '}' }}"
 
 
 @pytest.fixture(scope="module")
-async def scrape(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
+async def scrape(app: FastAPI, app_metrics: Metrics) -> AsyncIterator[httpx.AsyncClient]:
     """A client of the metrics listener's app, over the app's own registry."""
-    transport = httpx.ASGITransport(app=metrics_app(app.state.metrics))
-    async with httpx.AsyncClient(transport=transport, base_url="http://metrics") as http:
+    async with in_process_client(metrics_app(app_metrics), base_url="http://metrics") as http:
         yield http
 
 

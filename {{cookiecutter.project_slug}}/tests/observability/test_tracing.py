@@ -15,7 +15,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
-from {{ cookiecutter.package_name }}.app import create_app
+from {{ cookiecutter.package_name }}.serving.app import create_app
+from {{ cookiecutter.package_name }}.observability.tracing import Tracing
 from {{ cookiecutter.package_name }}.settings import Settings
 
 from ..conftest import serve, started
@@ -38,9 +39,10 @@ async def traced(
         otel_traces_sampler_arg=0.0,
         **auth_settings,
     )
-    app = create_app(settings)
+    tracing = Tracing(settings)
+    app = create_app(settings, tracing=tracing)
     exporter = InMemorySpanExporter()
-    app.state.tracing.provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracing.provider.add_span_processor(SimpleSpanProcessor(exporter))
     async with started(app, auth_headers) as client:
         yield client, exporter
 
@@ -120,7 +122,7 @@ def test_the_tracing_sdk_and_instrumentation_are_imported_only_when_tracing_is_o
     # provider); the SDK, the exporter and the instrumentations are this extra's.
     script = (
         "import sys\n"
-        "from {{ cookiecutter.package_name }}.app import create_app\n"
+        "from {{ cookiecutter.package_name }}.serving.app import create_app\n"
         "from {{ cookiecutter.package_name }}.settings import Settings\n"
         f"create_app(Settings(app_env='dev', tracing={tracing}, otel_traces_exporter='none'))\n"
         "loaded = {name.split('.')[1] for name in sys.modules if name.startswith('opentelemetry.')}\n"

@@ -47,10 +47,7 @@ class Metrics:
             registry=self.registry,
         )
         self.in_flight = Gauge(
-            "http_requests_in_flight", "Requests being served.", registry=self.registry
-        )
-        self.admission_in_flight = Gauge(
-            "http_admission_in_flight",
+            "http_requests_in_flight",
             "Requests admitted and being served, probes excluded (what MAX_IN_FLIGHT bounds).",
             registry=self.registry,
         )

@@ -3,10 +3,12 @@ database call, W3C traceparent honoured, and the trace id on the request's log l
 
 Imported only when TRACING=true, so a service without it loads none of OpenTelemetry. The ASGI
 middleware runs without its receive/send child spans: two more spans per request (three per
-body) that time the socket, not the service. /healthz, /readyz and /metrics are not traced: the
-probes and the scraper would fill the traces. The exporter takes its address and headers from the
+body) that time the socket, not the service. The probes and /metrics are not traced (the paths
+come from the middleware stack): the probes and the scraper would fill the traces. The exporter takes its address and headers from the
 standard variables (OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_HEADERS, ...).
 """
+
+from collections.abc import Iterable
 
 from opentelemetry import trace
 from opentelemetry.instrumentation.asgi import OpenTelemetryMiddleware
@@ -26,9 +28,6 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from structlog.contextvars import bind_contextvars, reset_contextvars
 
 from ..settings import Settings
-
-UNTRACED_PATHS = "/healthz,/readyz,/metrics"
-
 
 def _sampler(settings: Settings) -> Sampler:
     ratio = TraceIdRatioBased(settings.otel_traces_sampler_arg)
@@ -71,14 +70,14 @@ class Tracing:
 
             self.provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
 
-    def middleware(self) -> list[Middleware]:
-        """Outermost: the request span covers the whole stack."""
+    def middleware(self, untraced: Iterable[str]) -> list[Middleware]:
+        """Outermost: the request span covers the whole stack; `untraced` paths get no span."""
         return [
             Middleware(
                 OpenTelemetryMiddleware,
                 tracer_provider=self.provider,
                 exclude_spans=["receive", "send"],
-                excluded_urls=UNTRACED_PATHS,
+                excluded_urls=",".join(sorted(untraced)),
             ),
             Middleware(TraceIdLogMiddleware),
         ]

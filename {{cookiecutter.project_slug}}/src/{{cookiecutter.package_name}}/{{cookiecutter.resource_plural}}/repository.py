@@ -1,6 +1,6 @@
 """Data functions for {{ cookiecutter.resource_plural }}: a connection in, a record (or None) out."""
 
-from ..db import Connection, Record
+from ..kit import Connection, Record
 from . import sql
 from .schemas import {{ cookiecutter.__resource_class }}Create, {{ cookiecutter.__resource_class }}Update
 

@@ -2,17 +2,24 @@
 
 from typing import Any
 
-from fastapi import APIRouter, Request, Response
+from fastapi import Response
 
-from .. import conditional
-{%- if cookiecutter.auth != "none" %}
-from ..auth import READ, WRITE
-{%- endif %}
-from ..conditional import IfMatch, IfNoneMatch
-from ..db import Database, Record
-from ..errors import ProblemError
-from ..responses import JSONBytesResponse
-from ..routing import FastRoute
+from ..kit import (
+    READ,
+    WRITE,
+    DatabaseDep,
+    IfMatch,
+    IfNoneMatch,
+    JSONBytesResponse,
+    ProblemError,
+    Record,
+    SettingsDep,
+    etag,
+    none_match,
+    resource_router,
+    stale,
+    versions_matching,
+)
 from . import repository
 from .schemas import (
     {{ cookiecutter.__resource_class }},
@@ -25,16 +32,16 @@ from .schemas import (
 )
 
 PREFIX = "/{{ cookiecutter.resource_plural }}"
-# FastRoute: every route of this router runs its declaration without FastAPI's general per-request
-# bookkeeping, dependencies included (routing.py; bench: docs/performance.md).
-router = APIRouter(prefix=PREFIX, tags=["{{ cookiecutter.resource_plural }}"], route_class=FastRoute)
+# Every route of this router runs its declaration without FastAPI's general per-request
+# bookkeeping, dependencies included (kit/routing.py).
+router = resource_router(PREFIX, tags=["{{ cookiecutter.resource_plural }}"])
 
 _NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"description": "No such {{ cookiecutter.resource }}"}}
 _KEYSET_GUARANTEE = """Pages are in id order; pass `next_after` as `after` for the next one.
 
 **What holds:** a walk from `after=0` to `next_after: null` returns every {{ cookiecutter.resource }} that
 existed before the walk started and still exists when its page is read, exactly once, and never
-returns a {{ cookiecutter.resource }} twice.
+returns {{ cookiecutter.__resource_article }} {{ cookiecutter.resource }} twice.
 
 **Known limit:** ids are handed out when an insert starts, and inserts commit in any order. A
 {{ cookiecutter.resource }} created during the walk whose insert commits after a page with a higher id was already
@@ -45,11 +52,6 @@ _CONDITIONAL: dict[int | str, dict[str, Any]] = {
 }
 
 
-def _db(request: Request) -> Database:
-    database: Database = request.app.state.db
-    return database
-
-
 def _encode(record: Record) -> bytes:
     # The response_model documents the shape (OpenAPI); the body was built by PostgreSQL (sql.py).
     body: str = record["body"]
@@ -57,12 +59,7 @@ def _encode(record: Record) -> bytes:
 
 
 def _etag(record: Record) -> str:
-    return conditional.etag(record["version"])
-
-
-def _if_match_required(request: Request) -> bool:
-    required: bool = request.app.state.settings.require_if_match
-    return required
+    return etag(record["version"])
 
 
 def _not_found({{ cookiecutter.resource }}_id: int) -> ProblemError:
@@ -74,12 +71,10 @@ def _not_found({{ cookiecutter.resource }}_id: int) -> ProblemError:
     status_code=201,
     response_model={{ cookiecutter.__resource_class }},
     summary="Create {{ cookiecutter.__resource_article }} {{ cookiecutter.resource }}",
-{%- if cookiecutter.auth != "none" %}
     dependencies=WRITE,
-{%- endif %}
 )
-async def create_{{ cookiecutter.resource }}(body: {{ cookiecutter.__resource_class }}Create, request: Request) -> Response:
-    async with _db(request).connection() as connection:
+async def create_{{ cookiecutter.resource }}(body: {{ cookiecutter.__resource_class }}Create, database: DatabaseDep) -> Response:
+    async with database.connection() as connection:
         record = await repository.create_{{ cookiecutter.resource }}(connection, new=body)
     headers = {"Location": f"{PREFIX}/{record['id']}", "ETag": _etag(record)}
     return JSONBytesResponse(_encode(record), status_code=201, headers=headers)
@@ -90,21 +85,19 @@ async def create_{{ cookiecutter.resource }}(body: {{ cookiecutter.__resource_cl
     response_model={{ cookiecutter.__resource_class }},
     responses={**_NOT_FOUND, 304: {"description": "If-None-Match names the current ETag"}},
     summary="Get {{ cookiecutter.__resource_article }} {{ cookiecutter.resource }} by id",
-{%- if cookiecutter.auth != "none" %}
     dependencies=READ,
-{%- endif %}
 )
 async def get_{{ cookiecutter.resource }}(
-    {{ cookiecutter.resource }}_id: {{ cookiecutter.__resource_class }}Id, request: Request, if_none_match: IfNoneMatch = None
+    {{ cookiecutter.resource }}_id: {{ cookiecutter.__resource_class }}Id, database: DatabaseDep, if_none_match: IfNoneMatch = None
 ) -> Response:
-    async with _db(request).connection() as connection:
+    async with database.connection() as connection:
         record = await repository.get_{{ cookiecutter.resource }}(connection, {{ cookiecutter.resource }}_id={{ cookiecutter.resource }}_id)
     if record is None:
         raise _not_found({{ cookiecutter.resource }}_id)
-    etag = _etag(record)
-    if not conditional.none_match(if_none_match, etag):
-        return Response(status_code=304, headers={"ETag": etag})
-    return JSONBytesResponse(_encode(record), headers={"ETag": etag})
+    current = _etag(record)
+    if not none_match(if_none_match, current):
+        return Response(status_code=304, headers={"ETag": current})
+    return JSONBytesResponse(_encode(record), headers={"ETag": current})
 
 
 @router.get(
@@ -112,16 +105,14 @@ async def get_{{ cookiecutter.resource }}(
     response_model={{ cookiecutter.__resource_class }}Page,
     summary="List {{ cookiecutter.resource_plural }} by id, one keyset page at a time",
     description=_KEYSET_GUARANTEE,
-{%- if cookiecutter.auth != "none" %}
     dependencies=READ,
-{%- endif %}
 )
 async def list_{{ cookiecutter.resource_plural }}(
-    request: Request,
+    database: DatabaseDep,
     limit: PageLimit = 20,
     after: PageAfter = 0,
 ) -> Response:
-    async with _db(request).connection() as connection:
+    async with database.connection() as connection:
         page = await repository.list_{{ cookiecutter.resource_plural }}(connection, after=after, limit=limit)
     return JSONBytesResponse(page.encode())
 
@@ -131,18 +122,17 @@ async def list_{{ cookiecutter.resource_plural }}(
     response_model={{ cookiecutter.__resource_class }},
     responses={**_NOT_FOUND, **_CONDITIONAL},
     summary="Update some fields of {{ cookiecutter.__resource_article }} {{ cookiecutter.resource }}",
-{%- if cookiecutter.auth != "none" %}
     dependencies=WRITE,
-{%- endif %}
 )
 async def update_{{ cookiecutter.resource }}(
     {{ cookiecutter.resource }}_id: {{ cookiecutter.__resource_class }}Id,
     body: {{ cookiecutter.__resource_class }}Update,
-    request: Request,
+    database: DatabaseDep,
+    settings: SettingsDep,
     if_match: IfMatch = None,
 ) -> Response:
-    expected = conditional.versions_matching(if_match, required=_if_match_required(request))
-    async with _db(request).connection() as connection:
+    expected = versions_matching(if_match, required=settings.require_if_match)
+    async with database.connection() as connection:
         record = await repository.update_{{ cookiecutter.resource }}(
             connection, {{ cookiecutter.resource }}_id={{ cookiecutter.resource }}_id, changes=body, expected_versions=expected
         )
@@ -151,7 +141,7 @@ async def update_{{ cookiecutter.resource }}(
     if record is None:
         if current is None:
             raise _not_found({{ cookiecutter.resource }}_id)
-        raise conditional.stale(current)
+        raise stale(current)
     return JSONBytesResponse(_encode(record), headers={"ETag": _etag(record)})
 
 
@@ -160,13 +150,16 @@ async def update_{{ cookiecutter.resource }}(
     status_code=204,
     responses={**_NOT_FOUND, **_CONDITIONAL},
     summary="Delete {{ cookiecutter.__resource_article }} {{ cookiecutter.resource }}",
-{%- if cookiecutter.auth != "none" %}
     dependencies=WRITE,
-{%- endif %}
 )
-async def delete_{{ cookiecutter.resource }}({{ cookiecutter.resource }}_id: {{ cookiecutter.__resource_class }}Id, request: Request, if_match: IfMatch = None) -> Response:
-    expected = conditional.versions_matching(if_match, required=_if_match_required(request))
-    async with _db(request).connection() as connection:
+async def delete_{{ cookiecutter.resource }}(
+    {{ cookiecutter.resource }}_id: {{ cookiecutter.__resource_class }}Id,
+    database: DatabaseDep,
+    settings: SettingsDep,
+    if_match: IfMatch = None,
+) -> Response:
+    expected = versions_matching(if_match, required=settings.require_if_match)
+    async with database.connection() as connection:
         deleted = await repository.delete_{{ cookiecutter.resource }}(
             connection, {{ cookiecutter.resource }}_id={{ cookiecutter.resource }}_id, expected_versions=expected
         )
@@ -175,5 +168,5 @@ async def delete_{{ cookiecutter.resource }}({{ cookiecutter.resource }}_id: {{ 
     if not deleted:
         if current is None:
             raise _not_found({{ cookiecutter.resource }}_id)
-        raise conditional.stale(current)
+        raise stale(current)
     return Response(status_code=204)

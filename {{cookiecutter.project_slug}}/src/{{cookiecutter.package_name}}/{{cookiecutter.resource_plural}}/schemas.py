@@ -15,11 +15,9 @@ from pydantic import (
     model_validator,
 )
 
+from ..kit import INT64_MAX, JSON_EXACT_INTEGER
+
 INT32_MAX = 2**31 - 1
-INT64_MAX = 2**63 - 1
-# Integral JSON numbers written with a fraction (4466.0) are exact up to here; above it a float may
-# already be another number than the one written.
-_EXACT_FLOAT_MAX = 2**53
 _C0_CONTROLS = frozenset(chr(code) for code in range(32)) | {"\x7f"}
 # C1 controls (U+0085 is a line break to some parsers) and the Unicode line/paragraph separators.
 _C1_CONTROLS = frozenset(chr(code) for code in range(0x80, 0xA0))
@@ -43,7 +41,9 @@ def _no_nul_or_stray_controls(value: str) -> str:
 
 def _integral(value: object) -> object:
     # JSON Schema counts 4466.0 as an integer, so the contract accepts it; 1.5, NaN and inf are not.
-    if isinstance(value, float) and value.is_integer() and abs(value) <= _EXACT_FLOAT_MAX:
+    # Integral JSON numbers written with a fraction (4466.0) are exact up to JSON_EXACT_INTEGER;
+    # above it a float may already be another number than the one written.
+    if isinstance(value, float) and value.is_integer() and abs(value) <= JSON_EXACT_INTEGER:
         return int(value)
     return value
 

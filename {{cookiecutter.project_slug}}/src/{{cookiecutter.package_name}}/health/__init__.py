@@ -1,0 +1,1 @@
+"""The probes: liveness and readiness."""

@@ -1,0 +1,35 @@
+"""Liveness never touches the database; readiness asks it one cheap question."""
+
+import structlog
+from fastapi import Response
+
+from ..kit import DatabaseDep, JSONBytesResponse, resource_router, retry_shortly
+
+logger = structlog.get_logger(__name__)
+router = resource_router(tags=["health"])
+
+LIVENESS_PATH = "/healthz"
+READINESS_PATH = "/readyz"
+# Never refused by admission control, never traced: a busy pod is not a dead one.
+PROBE_PATHS = frozenset({LIVENESS_PATH, READINESS_PATH})
+READINESS_TIMEOUT_SECONDS = 1.0
+_OK = b'{"status":"ok"}'
+
+
+@router.get(LIVENESS_PATH, summary="Liveness: the process is serving")
+async def healthz() -> JSONBytesResponse:
+    return JSONBytesResponse(_OK)
+
+
+@router.get(
+    READINESS_PATH,
+    summary="Readiness: the database answers within a second",
+    responses={503: {"description": "Database unavailable"}},
+)
+async def readyz(database: DatabaseDep) -> Response:
+    try:
+        await database.ping(READINESS_TIMEOUT_SECONDS)
+    except Exception as exc:  # any failure means "not ready"; the reason goes to the log only
+        logger.warning("not_ready", error=type(exc).__name__)
+        return retry_shortly("The database is not answering.")
+    return JSONBytesResponse(_OK)

@@ -1,0 +1,55 @@
+"""What a resource is built from: the public face of the machinery below the resources.
+
+A resource package (routes.py, repository.py, sql.py, schemas.py) imports from here, from its own
+modules, and from FastAPI's and pydantic's public API; nothing else of the service, and no
+framework internal (tests/test_architecture.py holds every resource to that). Behind this face,
+fastapi_internals.py is the one module that reads FastAPI's private names.
+"""
+
+{% if cookiecutter.auth == "none" -%}
+from fastapi import params
+
+{% endif -%}
+from ..db import Connection, Database, Record
+{%- if cookiecutter.auth != "none" %}
+from .auth import READ, WRITE
+{%- endif %}
+from .conditional import IfMatch, IfNoneMatch, etag, none_match, stale, versions_matching
+from .numbers import INT64_MAX, INT64_MIN, JSON_EXACT_INTEGER
+from .problems import RETRY_AFTER_SECONDS, ProblemError, problem, retry_shortly
+from .responses import JSONBytesResponse
+from .routing import FastRoute, resource_router
+from .state import DatabaseDep, SettingsDep
+{%- if cookiecutter.auth == "none" %}
+
+# What a read and a write need (auth=none: nothing). Every route declares one of them, so that a
+# guard added here applies to every route of every resource.
+READ: list[params.Depends] = []
+WRITE: list[params.Depends] = []
+{%- endif %}
+
+__all__ = [
+    "INT64_MAX",
+    "INT64_MIN",
+    "JSON_EXACT_INTEGER",
+    "READ",
+    "RETRY_AFTER_SECONDS",
+    "WRITE",
+    "Connection",
+    "Database",
+    "DatabaseDep",
+    "FastRoute",
+    "IfMatch",
+    "IfNoneMatch",
+    "JSONBytesResponse",
+    "ProblemError",
+    "Record",
+    "SettingsDep",
+    "etag",
+    "none_match",
+    "problem",
+    "resource_router",
+    "retry_shortly",
+    "stale",
+    "versions_matching",
+]

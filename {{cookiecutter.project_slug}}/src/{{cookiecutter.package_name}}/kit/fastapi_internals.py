@@ -1,0 +1,159 @@
+"""Every private or undocumented FastAPI name the kit uses, in one place, checked once.
+
+FastRoute (routing.py) and ParamReader (param_reader.py) run a route's own declaration with FastAPI's
+own functions, some of which are not public API. A FastAPI release may move, rename or reshape
+any of them; the version range in pyproject.toml stops below the next release line, and the
+bake's tests/kit/test_framework_contract.py holds each one to the shape used here. At run time a
+missing or reshaped name never means a weaker path: a route whose handler needs it runs FastAPI's
+standard handler, a parameter reader that needs it reads through `request_params_to_args`, and
+one log line says which name and why (see `problems`).
+"""
+
+import dataclasses
+import inspect
+from dataclasses import dataclass
+from functools import cache
+from types import ModuleType
+from typing import Any
+
+from fastapi import _compat
+from fastapi import routing as fastapi_routing
+from fastapi.dependencies import models as dependency_models
+from fastapi.dependencies import utils as dependency_utils
+
+
+@dataclass(frozen=True, slots=True)
+class Internal:
+    """A name in a FastAPI module, and the keyword parameters the kit passes it (when a function)."""
+
+    module: ModuleType
+    name: str
+    parameters: tuple[str, ...] = ()
+
+    @property
+    def qualname(self) -> str:
+        return f"{self.module.__name__}.{self.name}"
+
+    def get(self) -> Any:
+        return getattr(self.module, self.name)
+
+    def problem(self) -> str | None:
+        """Why the kit cannot use it as it is, or None."""
+        value = getattr(self.module, self.name, None)
+        if value is None:
+            return f"{self.qualname} is missing"
+        if not self.parameters:
+            return None
+        try:
+            accepted = inspect.signature(value).parameters
+        except (TypeError, ValueError):
+            return f"{self.qualname} is not a function"
+        absent = [name for name in self.parameters if name not in accepted]
+        return f"{self.qualname} takes no {', '.join(absent)}" if absent else None
+
+
+# The context FastAPI sets while it builds the handler of a route it mounted through
+# include_router: its dependant carries the dependencies of the app and of every router.
+EFFECTIVE_ROUTE_CONTEXT = Internal(fastapi_routing, "_effective_route_context_var")
+# Every mounted route with its inclusion context (builds the handlers of included routers).
+ITER_ROUTE_CONTEXTS = Internal(fastapi_routing, "iter_route_contexts")
+SOLVE_DEPENDENCIES = Internal(
+    dependency_utils,
+    "solve_dependencies",
+    (
+        "request",
+        "dependant",
+        "body",
+        "dependency_overrides_provider",
+        "async_exit_stack",
+        "embed_body_fields",
+    ),
+)
+REQUEST_BODY_TO_ARGS = Internal(
+    dependency_utils, "request_body_to_args", ("body_fields", "received_body", "embed_body_fields")
+)
+REQUEST_PARAMS_TO_ARGS = Internal(
+    dependency_utils, "request_params_to_args", ("fields", "received_params")
+)
+# What request_params_to_args works out per request, worked out once per route by ParamReader.
+GET_PARAM_ALIASES = Internal(dependency_utils, "_get_param_aliases", ("field",))
+GET_PARAM_MODEL = Internal(dependency_utils, "_get_param_model", ("field",))
+IS_JSON_FIELD = Internal(dependency_utils, "_is_json_field", ("field",))
+VALIDATE_VALUE = Internal(
+    dependency_utils, "_validate_value_with_model_field", ("field", "value", "values", "loc")
+)
+FIELD_IS_SEQUENCE = Internal(_compat, "field_annotation_is_sequence", ("annotation",))
+
+# The route's dependant is copied with its own parameters emptied (dataclasses.replace), so that
+# solve_dependencies solves only the dependencies: these must stay dataclass fields.
+DEPENDANT_FIELDS = (
+    "call",
+    "dependencies",
+    "path_params",
+    "query_params",
+    "header_params",
+    "cookie_params",
+    "body_params",
+    "request_param_name",
+    "websocket_param_name",
+    "http_connection_param_name",
+    "response_param_name",
+    "background_tasks_param_name",
+    "security_scopes_param_name",
+)
+# Attributes of a route FastRoute reads (FastAPI sets them on APIRoute and on its inclusion
+# context alike).
+ROUTE_ATTRIBUTES = (
+    "dependant",
+    "body_field",
+    "_embed_body_fields",
+    "strict_content_type",
+    "dependency_overrides_provider",
+    "path",
+)
+# Set in the request scope by FastAPI's request_response() wrapper: the exit stack that closes
+# the dependencies' `yield`.
+INNER_EXIT_STACK_KEY = "fastapi_inner_astack"
+
+# What the fast handler cannot run without (request_params_to_args: the plain parameter reader).
+ROUTE_HANDLER = (
+    EFFECTIVE_ROUTE_CONTEXT,
+    SOLVE_DEPENDENCIES,
+    REQUEST_BODY_TO_ARGS,
+    REQUEST_PARAMS_TO_ARGS,
+)
+# What ParamReader plans its reads with.
+PARAM_READER = (
+    GET_PARAM_ALIASES,
+    GET_PARAM_MODEL,
+    IS_JSON_FIELD,
+    VALIDATE_VALUE,
+    FIELD_IS_SEQUENCE,
+)
+
+
+def _dependant_problem() -> str | None:
+    dependant = getattr(dependency_models, "Dependant", None)
+    if dependant is None or not dataclasses.is_dataclass(dependant):
+        return "fastapi.dependencies.models.Dependant is not a dataclass"
+    fields = {field.name for field in dataclasses.fields(dependant)}
+    absent = [name for name in DEPENDANT_FIELDS if name not in fields]
+    return f"Dependant has no field {', '.join(absent)}" if absent else None
+
+
+@cache
+def route_handler_problems() -> tuple[str, ...]:
+    """What keeps FastRoute's handler from running, checked once; empty when nothing does."""
+    problems = [internal.problem() for internal in ROUTE_HANDLER]
+    return tuple(filter(None, [*problems, _dependant_problem()]))
+
+
+@cache
+def param_reader_problems() -> tuple[str, ...]:
+    """What keeps ParamReader from planning its reads, checked once; empty when nothing does."""
+    return tuple(filter(None, (internal.problem() for internal in PARAM_READER)))
+
+
+def route_attribute_problem(route: Any) -> str | None:
+    absent = [name for name in ROUTE_ATTRIBUTES if not hasattr(route, name)]
+    return f"the route has no {', '.join(absent)}" if absent else None

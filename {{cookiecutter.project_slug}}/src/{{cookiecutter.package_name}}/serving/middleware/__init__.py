@@ -1,0 +1,83 @@
+"""The middleware stack, in one list, outermost first; each concern is a module of its own.
+
+Every layer is pure ASGI (`__init__(app, ...)`, `async __call__(scope, receive, send)`), never
+BaseHTTPMiddleware, which runs the app in a task and copies each response body.
+"""
+
+from typing import TYPE_CHECKING
+
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
+
+from ...health.routes import PROBE_PATHS
+from ...observability.metrics import Metrics
+from ...settings import Settings
+from ..metrics_listener import METRICS_PATH
+from .admission import AdmissionMiddleware
+from .body_limit import BodySizeLimitMiddleware
+from .edge import EdgeMiddleware
+from .edge.access_log import AccessLog
+from .edge.request_id import TrustedPeers
+from .edge.request_metrics import RequestMetrics
+from .head import HeadAsGetMiddleware
+
+if TYPE_CHECKING:
+    from ...observability.tracing import Tracing
+
+# Response headers a browser script may read: the API's own, beyond the CORS-safelisted ones.
+CORS_EXPOSE_HEADERS = ["ETag", "Location", "X-Request-ID", "Retry-After"]
+
+
+def middleware_stack(
+    settings: Settings, metrics: Metrics, tracing: "Tracing | None" = None
+) -> list[Middleware]:
+    """Outermost first: the request span (TRACING=true) covers everything; the edge (request id,
+    security headers, unhandled errors, metrics, access log) sees every answer, a 413, a 500 or a
+    refusal included; admission then refuses a request past MAX_IN_FLIGHT before any other work is
+    done for it; the body limit and HEAD-as-GET sit right before routing. The edge judges the request
+    id on the TCP peer, so uvicorn's proxy-headers middleware (here rather than in the server for
+    that reason) comes after it and replaces the peer and scheme with what a trusted proxy says;
+    CORS (when origins are listed) answers preflights after that."""
+    trusted = TrustedPeers(settings.forwarded_allow_ips)
+    # Costs time on every request: only in the stack when a proxy is named.
+    proxy_headers = (
+        [Middleware(ProxyHeadersMiddleware, trusted_hosts=settings.forwarded_allow_ips)]
+        if trusted
+        else []
+    )
+    access_log = (
+        AccessLog(mode=settings.access_log, sample=settings.access_log_sample)
+        if settings.access_log != "off"
+        else None
+    )
+    # No CORS layer unless origins are listed: same-origin and server-to-server calls pay nothing.
+    cors = (
+        [
+            Middleware(
+                CORSMiddleware,
+                allow_origins=settings.cors_allow_origins,
+                allow_methods=settings.cors_allow_methods,
+                allow_headers=settings.cors_allow_headers,
+                expose_headers=CORS_EXPOSE_HEADERS,
+                max_age=settings.cors_max_age,
+            )
+        ]
+        if settings.cors_allow_origins
+        else []
+    )
+    return [
+        *(tracing.middleware([*PROBE_PATHS, METRICS_PATH]) if tracing is not None else []),
+        Middleware(
+            EdgeMiddleware, metrics=RequestMetrics(metrics), access_log=access_log, trusted=trusted
+        ),
+        Middleware(AdmissionMiddleware, limit=settings.max_in_flight, metrics=metrics),
+        *proxy_headers,
+        *cors,
+        Middleware(
+            BodySizeLimitMiddleware,
+            max_bytes=settings.max_body_bytes,
+            drain_bytes=settings.max_body_drain_bytes,
+        ),
+        Middleware(HeadAsGetMiddleware),
+    ]

@@ -1,0 +1,99 @@
+"""Every private or undocumented uvicorn name the server uses, in one place, checked once.
+
+The request-head limits (protocol.py) subclass uvicorn's httptools protocol and read its state;
+the metrics listener starts a second uvicorn server without `serve()`; the overload answer swaps a
+module global. A uvicorn release may change any of these; the version range in pyproject.toml
+stops below the next release line, and the bake's tests/serving/test_uvicorn_contract.py holds
+each to the shape used here. At start-up a missing piece never means a weaker server: without the
+protocol's pieces there is no server that keeps the head limits, so the service refuses to start
+with one line naming the piece; without the overload global, uvicorn answers its own plain-text
+503 and one log line says so.
+"""
+
+import inspect
+from typing import Any
+
+import uvicorn
+from uvicorn.protocols.http import httptools_impl
+
+# HttpToolsProtocol methods protocol.py overrides or calls, and the attributes it reads.
+PROTOCOL_METHODS = (
+    "connection_made",
+    "connection_lost",
+    "data_received",
+    "on_headers_complete",
+    "on_body",
+    "on_message_complete",
+)
+PROTOCOL_ATTRIBUTES = (
+    "url",
+    "headers",
+    "cycle",
+    "transport",
+    "loop",
+    "client",
+    "server_state",
+    "timeout_keep_alive_task",
+)
+# The module global uvicorn answers excess connections with (--limit-concurrency).
+OVERLOAD_APP = "service_unavailable"
+
+
+def _instance_attributes(cls: type) -> set[str]:
+    """Attributes the class sets on its instances (read from its source: uvicorn declares them
+    in __init__ and the callbacks, not on the class)."""
+    try:
+        source = inspect.getsource(cls)
+    except (OSError, TypeError):
+        return set()
+    return {name for name in PROTOCOL_ATTRIBUTES if f"self.{name}" in source}
+
+
+def protocol_problems() -> list[str]:
+    """What protocol.py needs of uvicorn's httptools protocol and does not find."""
+    cls: Any = getattr(httptools_impl, "HttpToolsProtocol", None)
+    if cls is None:
+        return ["uvicorn.protocols.http.httptools_impl.HttpToolsProtocol is missing"]
+    problems = [
+        f"HttpToolsProtocol.{name} is missing"
+        for name in PROTOCOL_METHODS
+        if not callable(getattr(cls, name, None))
+    ]
+    if not hasattr(cls, "_unset_keepalive_if_required"):
+        problems.append("HttpToolsProtocol._unset_keepalive_if_required is missing")
+    found = _instance_attributes(cls)
+    problems += [
+        f"HttpToolsProtocol sets no {name}" for name in PROTOCOL_ATTRIBUTES if name not in found
+    ]
+    status_line = getattr(httptools_impl, "STATUS_LINE", None)
+    if not isinstance(status_line, dict) or 431 not in status_line:
+        problems.append("uvicorn.protocols.http.httptools_impl.STATUS_LINE has no 431")
+    return problems
+
+
+def listener_problems() -> list[str]:
+    """What the metrics listener needs of uvicorn.Config and uvicorn.Server."""
+    problems = []
+    if not callable(getattr(uvicorn.Config, "load", None)):
+        problems.append("uvicorn.Config.load is missing")
+    if "lifespan_class" not in _config_attributes():
+        problems.append("uvicorn.Config.load sets no lifespan_class")
+    startup = getattr(uvicorn.Server, "startup", None)
+    if startup is None or "sockets" not in inspect.signature(startup).parameters:
+        problems.append("uvicorn.Server.startup takes no sockets")
+    if not callable(getattr(uvicorn.Config, "get_loop_factory", None)):
+        problems.append("uvicorn.Config.get_loop_factory is missing")
+    return problems
+
+
+def _config_attributes() -> str:
+    try:
+        return inspect.getsource(uvicorn.Config.load)
+    except (OSError, TypeError, AttributeError):
+        return ""
+
+
+def overload_problem() -> str | None:
+    if not callable(getattr(httptools_impl, OVERLOAD_APP, None)):
+        return f"uvicorn.protocols.http.httptools_impl.{OVERLOAD_APP} is missing"
+    return None

@@ -1,0 +1,89 @@
+"""middleware/security_headers.py: the headers a JSON API sends, around a five-line inline app,
+then on the service's own answers."""
+
+import httpx
+import pytest
+from fastapi import FastAPI
+from starlette.types import Receive, Scope, Send
+
+from {{ cookiecutter.package_name }}.serving.middleware.edge import EdgeMiddleware
+from {{ cookiecutter.package_name }}.serving.middleware.edge.request_metrics import RequestMetrics
+from {{ cookiecutter.package_name }}.observability.metrics import Metrics
+
+from ...conftest import BASE, in_process_client
+
+
+async def _headers(path: str, scheme: str = "http") -> httpx.Headers:
+    """The headers of an answer to `path` from a five-line app inside the edge middleware."""
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        headers = [(b"content-type", b"application/json")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    edge = EdgeMiddleware(app, metrics=RequestMetrics(Metrics()), access_log=None)
+    async with in_process_client(edge, base_url=f"{scheme}://t") as http:
+        return (await http.get(path)).headers
+
+
+async def test_an_api_answer_keeps_its_own_headers_and_gets_every_security_header() -> None:
+    headers = await _headers("/things/1")
+    assert headers["content-type"] == "application/json"
+    assert headers["cache-control"] == "no-store"
+    assert headers["x-content-type-options"] == "nosniff"
+    assert headers["x-frame-options"] == "DENY"
+    assert headers["referrer-policy"] == "no-referrer"
+    assert headers["cross-origin-resource-policy"] == "same-origin"
+    assert headers["content-security-policy"] == "default-src 'none'; frame-ancestors 'none'"
+    assert "strict-transport-security" not in headers  # plain HTTP: browsers would ignore it
+
+
+@pytest.mark.parametrize("path", ["/docs", "/docs/oauth2-redirect", "/redoc"])
+async def test_a_docs_page_gets_every_header_but_the_content_security_policy(path: str) -> None:
+    headers = await _headers(path)
+    assert "content-security-policy" not in headers  # it loads Swagger UI and ReDoc from a CDN
+    assert headers["x-frame-options"] == "DENY"
+    assert headers["cache-control"] == "no-store"
+
+
+async def test_only_an_https_request_gets_strict_transport_security() -> None:
+    headers = await _headers("/things/1", scheme="https")
+    assert headers["strict-transport-security"] == "max-age=63072000; includeSubDomains"
+
+
+@pytest.mark.parametrize(
+    "path", ["/healthz", f"{BASE}/999999999", f"{BASE}?limit=0", "/openapi.json"]
+)
+async def test_api_responses_carry_the_security_headers(
+    client: httpx.AsyncClient, path: str
+) -> None:
+    headers = (await client.get(path)).headers
+    assert headers["x-content-type-options"] == "nosniff"
+    assert headers["x-frame-options"] == "DENY"
+    assert headers["referrer-policy"] == "no-referrer"
+    assert headers["content-security-policy"] == "default-src 'none'; frame-ancestors 'none'"
+    assert "strict-transport-security" not in headers  # plain HTTP: browsers would ignore it
+
+
+@pytest.mark.parametrize(
+    "path", ["/healthz", f"{BASE}/999999999", f"{BASE}?limit=20", f"{BASE}?limit=0", "/docs"]
+)
+async def test_every_response_says_cache_control_no_store(
+    client: httpx.AsyncClient, path: str
+) -> None:
+    assert (await client.get(path)).headers["cache-control"] == "no-store"
+
+
+async def test_docs_page_may_load_its_scripts_but_is_not_sniffed_or_framed(
+    client: httpx.AsyncClient,
+) -> None:
+    headers = (await client.get("/docs")).headers
+    assert "content-security-policy" not in headers
+    assert headers["x-content-type-options"] == "nosniff"
+    assert headers["x-frame-options"] == "DENY"
+
+
+async def test_https_requests_get_strict_transport_security(app: FastAPI) -> None:
+    async with in_process_client(app, base_url="https://test") as http:
+        headers = (await http.get("/healthz")).headers
+    assert headers["strict-transport-security"].startswith("max-age=")

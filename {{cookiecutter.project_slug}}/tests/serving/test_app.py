@@ -1,0 +1,51 @@
+"""app.py: the lifespan owns the pool (opened and warmed at start-up, closed at shutdown); the docs
+and the schema are off in production unless DOCS_IN_PROD."""
+
+from typing import Any
+
+from {{ cookiecutter.package_name }}.serving.app import APPLICATION_NAME, create_app
+from {{ cookiecutter.package_name }}.settings import Settings
+
+from ..conftest import fetch_value, in_process_client, lifespan
+
+
+async def _connections_named(url: str, application_name: str) -> int:
+    count: int = await fetch_value(
+        url,
+        "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database()",
+        application_name,
+    )
+    return count
+
+
+async def test_lifespan_opens_warm_pool_and_closes_it(
+    database_url: str, auth_settings: dict[str, Any]
+) -> None:
+    settings = Settings(
+        database_url=database_url, app_env="test", pool_min_size=3, pool_max_size=5, **auth_settings
+    )
+    app = create_app(settings)
+    before = await _connections_named(database_url, APPLICATION_NAME)
+    assert await _connections_named(database_url, APPLICATION_NAME) == before  # none at creation
+    async with lifespan(app) as state:
+        pool = state.database.pool
+        assert pool.get_size() == 3
+        assert pool.get_idle_size() == 3
+        assert await _connections_named(database_url, APPLICATION_NAME) == before + 3
+    assert pool.is_closing()
+    assert await _connections_named(database_url, APPLICATION_NAME) == before
+
+
+async def _docs_statuses(settings: Settings) -> list[int]:
+    async with in_process_client(create_app(settings)) as http:
+        return [(await http.get(path)).status_code for path in ("/docs", "/redoc", "/openapi.json")]
+
+
+async def test_docs_and_schema_are_off_in_prod_by_default(settings: Settings) -> None:
+    assert await _docs_statuses(settings.model_copy(update={"app_env": "prod"})) == [404, 404, 404]
+
+
+async def test_docs_in_prod_setting_turns_docs_and_schema_on(settings: Settings) -> None:
+    on = settings.model_copy(update={"app_env": "prod", "docs_in_prod": True})
+    assert await _docs_statuses(on) == [200, 200, 200]
+    assert await _docs_statuses(settings) == [200, 200, 200]  # dev and test: always on
