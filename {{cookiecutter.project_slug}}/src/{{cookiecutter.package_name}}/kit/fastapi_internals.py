@@ -22,9 +22,12 @@ from fastapi.dependencies import models as dependency_models
 from fastapi.dependencies import utils as dependency_utils
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Internal:
-    """A name in a FastAPI module, and the keyword parameters the kit passes it (when a function)."""
+    """A name in a FastAPI module, and the keyword parameters the kit passes it (when a function).
+
+    Not frozen: the contract test renames one to see the kit fall back to FastAPI's plain path.
+    """
 
     module: ModuleType
     name: str
@@ -101,6 +104,21 @@ DEPENDANT_FIELDS = (
     "background_tasks_param_name",
     "security_scopes_param_name",
 )
+# Every field a Dependant has in the FastAPI versions the kit knows. FastRoute calls a plain
+# dependency itself (routing.py) only while Dependant has no other field: a field added by a
+# release may change what a dependency means, and then solve_dependencies solves them all.
+KNOWN_DEPENDANT_FIELDS = frozenset(
+    {
+        *DEPENDANT_FIELDS,
+        "name",
+        "own_oauth_scopes",
+        "parent_oauth_scopes",
+        "use_cache",
+        "path",
+        "scope",
+        "concurrency",
+    }
+)
 # Attributes of a route FastRoute reads (FastAPI sets them on APIRoute and on its inclusion
 # context alike).
 ROUTE_ATTRIBUTES = (
@@ -152,6 +170,14 @@ def route_handler_problems() -> tuple[str, ...]:
 def param_reader_problems() -> tuple[str, ...]:
     """What keeps ParamReader from planning its reads, checked once; empty when nothing does."""
     return tuple(filter(None, (internal.problem() for internal in PARAM_READER)))
+
+
+@cache
+def dependency_plan_problem() -> str | None:
+    """What keeps FastRoute from calling plain dependencies itself, or None."""
+    fields = {field.name for field in dataclasses.fields(dependency_models.Dependant)}
+    unknown = sorted(fields - KNOWN_DEPENDANT_FIELDS)
+    return f"Dependant has new fields: {', '.join(unknown)}" if unknown else None
 
 
 def route_attribute_problem(route: Any) -> str | None:

@@ -22,6 +22,7 @@ streaming endpoint, an endpoint not returning a Response, ...), or a FastAPI who
 import dataclasses
 import inspect
 import json
+import weakref
 from enum import Enum
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
@@ -56,6 +57,7 @@ class HandlerChoice:
     fast: bool
     reason: str | None  # why not fast, or None
     planned_readers: bool  # every parameter reader planned (param_reader.py), when fast
+    planned_dependencies: bool  # the plain dependencies called directly, when fast
 
 
 _logged: set[str] = set()
@@ -138,8 +140,65 @@ async def _read_body(request: Request, strict_content_type: bool) -> Any:
         raise HTTPException(400, "There was an error parsing the body") from error
 
 
-def _fast_handler(route: Any, standard: Handler) -> tuple[Handler, bool]:
-    """The handler, and whether every parameter reader is planned."""
+def _is_plain(dependency: Dependant) -> bool:
+    """A dependency FastRoute may call itself: an `async def` taking at most the request, with
+    nothing of its own to solve, cache or close (what DatabaseDep and SettingsDep are)."""
+    call = dependency.call
+    return (
+        call is not None
+        and inspect.iscoroutinefunction(call)
+        and dependency.name is not None
+        and dependency.use_cache
+        and not dependency.dependencies
+        and not any(
+            getattr(dependency, f"{kind}_params")
+            for kind in ("path", "query", "header", "cookie", "body")
+        )
+        and not any(
+            getattr(dependency, f"{name}_param_name") is not None
+            for name in (
+                "websocket",
+                "http_connection",
+                "response",
+                "background_tasks",
+                "security_scopes",
+            )
+        )
+        and not dependency.own_oauth_scopes
+        and getattr(dependency, "scope", None) is None
+        and getattr(dependency, "concurrency", None) is None
+    )
+
+
+def _calls_in(dependencies: list[Dependant]) -> set[Any]:
+    calls: set[Any] = set()
+    for dependency in dependencies:
+        calls.add(dependency.call)
+        calls |= _calls_in(dependency.dependencies)
+    return calls
+
+
+def _split_dependencies(dependencies: list[Dependant]) -> tuple[list[Dependant], list[Dependant]]:
+    """(what solve_dependencies solves, the plain dependencies called directly after it).
+
+    Only a tail of plain dependencies is split off, so that every dependency still runs in
+    declaration order, and only when no solved dependency depends on one of them (FastAPI would
+    call it once for both). On anything else, solve_dependencies solves them all.
+    """
+    if internals.dependency_plan_problem() is not None:
+        return dependencies, []
+    split = len(dependencies)
+    while split > 0 and _is_plain(dependencies[split - 1]):
+        split -= 1
+    solved, plain = dependencies[:split], dependencies[split:]
+    if {dependency.call for dependency in plain} & _calls_in(solved):
+        return dependencies, []
+    return solved, plain
+
+
+def _fast_handler(route: Any, standard: Handler) -> tuple[Handler, bool, bool]:
+    """The handler; whether every parameter reader is planned; whether the plain dependencies
+    are called directly."""
     dependant: Dependant = route.dependant
     call = dependant.call
     assert call is not None
@@ -163,18 +222,23 @@ def _fast_handler(route: Any, standard: Handler) -> tuple[Handler, bool]:
     path = route.path
     # Only the dependencies go through solve_dependencies; the route's own parameters are
     # validated below, from the declared fields, without the general bookkeeping.
-    dependencies = (
-        dataclasses.replace(
-            dependant,
-            path_params=[],
-            query_params=[],
-            header_params=[],
-            cookie_params=[],
-            body_params=[],
-        )
-        if dependant.dependencies
-        else None
+    only_dependencies = dataclasses.replace(
+        dependant,
+        path_params=[],
+        query_params=[],
+        header_params=[],
+        cookie_params=[],
+        body_params=[],
     )
+    all_dependencies = only_dependencies if dependant.dependencies else None
+    # solve_dependencies costs ~30 us for one dependency that only reads the lifespan state
+    # (DatabaseDep): a tail of such plain ones is called directly, unless one is overridden.
+    solved, plain = _split_dependencies(dependant.dependencies)
+    head = dataclasses.replace(only_dependencies, dependencies=solved) if solved else None
+    plain_calls: list[tuple[str, Callable[..., Any], str | None]] = [
+        (dependency.name, dependency.call, dependency.request_param_name)  # type: ignore[misc]
+        for dependency in plain  # _is_plain: a name and a call
+    ]
 
     async def handler(request: Request) -> Response:
         exit_stack = request.scope.get(internals.INNER_EXIT_STACK_KEY)
@@ -190,10 +254,16 @@ def _fast_handler(route: Any, standard: Handler) -> tuple[Handler, bool]:
         values: dict[str, Any] = {}
         errors: list[Any] = []
         background = None
-        if dependencies is not None:
+        direct = bool(plain_calls) and not (
+            overrides is not None
+            and overrides.dependency_overrides
+            and any(call in overrides.dependency_overrides for _, call, _ in plain_calls)
+        )
+        solving = head if direct else all_dependencies
+        if solving is not None:
             solved = await solve_dependencies(
                 request=request,
-                dependant=dependencies,
+                dependant=solving,
                 body=body,
                 dependency_overrides_provider=overrides,
                 async_exit_stack=exit_stack,
@@ -202,6 +272,13 @@ def _fast_handler(route: Any, standard: Handler) -> tuple[Handler, bool]:
             values.update(solved.values)
             errors.extend(solved.errors)
             background = solved.background_tasks
+        if direct:
+            called: dict[Any, Any] = {}  # as FastAPI's cache: each call once per request
+            for name, plain_call, request_param in plain_calls:
+                if plain_call not in called:
+                    arguments = {request_param: request} if request_param else {}
+                    called[plain_call] = await plain_call(**arguments)
+                values[name] = called[plain_call]
         for reader, source in readers:
             found, failed = reader.read(getattr(request, source))
             values.update(found)
@@ -225,45 +302,46 @@ def _fast_handler(route: Any, standard: Handler) -> tuple[Handler, bool]:
             response.background = background
         return response
 
-    return handler, all(reader.planned for reader, _ in readers)
+    return handler, all(reader.planned for reader, _ in readers), bool(plain_calls)
 
 
 class FastRoute(APIRoute):
     """An APIRoute whose handler skips what its declaration does not need (see the module doc)."""
 
-    # Every handler built for this route (one per inclusion), in build order.
-    choices: list[HandlerChoice]
+    # The handlers built for this route's mounts, by the app they were mounted in (the mount's
+    # dependency_overrides_provider): one router serves every app a test suite creates.
+    choices: "weakref.WeakKeyDictionary[Any, list[HandlerChoice]]"
 
     def get_route_handler(self) -> Handler:
         # FastAPI's own handler for this build: the fast one falls back to it, and it is what
         # runs whenever the fast one cannot be trusted to see the whole declaration.
         standard = super().get_route_handler()
-        reason, route = self._fast_path_blocker()
-        if not hasattr(self, "choices"):
-            self.choices = []
-        methods = tuple(sorted(self.methods or ()))
-        if reason is not None:
-            path = getattr(route, "path", self.path)
-            self.choices.append(HandlerChoice(methods, path, False, reason, False))
-            if route is not None:  # a declaration the fast handler does not implement
-                _log_once("route_runs_standard_handler", path=path, reason=reason)
-            return standard
-        handler, planned = _fast_handler(route, standard)
-        self.choices.append(HandlerChoice(methods, route.path, True, None, planned))
-        return handler
-
-    def _fast_path_blocker(self) -> tuple[str | None, Any]:
-        """(why the fast handler may not run, the mounted route when known)."""
         problems = internals.route_handler_problems()
         if problems:
             _log_once("route_runs_standard_handler", reason="; ".join(problems))
-            return "; ".join(problems), None
+            return standard
         route = _as_included(self)
         if route is None:
             # Declared, not (yet) mounted: FastAPI builds this handler when the route is made,
             # and again for each include_router; only those builds see the whole declaration.
-            return _DECLARED, None
-        return _unsupported(route), route
+            return standard
+        methods = tuple(sorted(self.methods or ()))
+        reason = _unsupported(route)
+        if reason is not None:
+            _log_once("route_runs_standard_handler", path=route.path, reason=reason)
+            choice, handler = HandlerChoice(methods, route.path, False, reason, False, False), standard
+        else:
+            handler, readers, dependencies = _fast_handler(route, standard)
+            choice = HandlerChoice(methods, route.path, True, None, readers, dependencies)
+        self._record(route, choice)
+        return handler
+
+    def _record(self, route: Any, choice: HandlerChoice) -> None:
+        if not hasattr(self, "choices"):
+            self.choices = weakref.WeakKeyDictionary()
+        app = route.dependency_overrides_provider
+        if app is not None:
+            self.choices.setdefault(app, []).append(choice)
 
 
 def build_route_handlers(app: FastAPI) -> list[HandlerChoice]:
@@ -276,16 +354,20 @@ def build_route_handlers(app: FastAPI) -> list[HandlerChoice]:
     if problem is not None:
         _log_once("route_handlers_built_on_first_request", reason=problem)
         return []
-    routes: dict[int, FastRoute] = {}
+    problems = "; ".join(internals.route_handler_problems())
+    choices: list[HandlerChoice] = []
+    seen: set[int] = set()
     for context in internals.ITER_ROUTE_CONTEXTS.get()(app.router.routes):
-        if isinstance(context.original_route, FastRoute):
-            routes[id(context.original_route)] = context.original_route
-    return [
-        choice
-        for route in routes.values()
-        for choice in getattr(route, "choices", [])
-        if choice.reason != _DECLARED
-    ]
+        route = context.original_route
+        if not isinstance(route, FastRoute):
+            continue
+        if problems:  # every mount runs FastAPI's standard handler
+            methods = tuple(sorted(route.methods or ()))
+            choices.append(HandlerChoice(methods, context.path, False, problems, False, False))
+        elif id(route) not in seen:
+            seen.add(id(route))
+            choices += getattr(route, "choices", {}).get(app, [])
+    return choices
 
 
 def resource_router(prefix: str = "", *, tags: list[str | Enum] | None = None) -> APIRouter:

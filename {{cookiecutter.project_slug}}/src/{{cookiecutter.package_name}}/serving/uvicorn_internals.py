@@ -54,12 +54,13 @@ def protocol_problems() -> list[str]:
     cls: Any = getattr(httptools_impl, "HttpToolsProtocol", None)
     if cls is None:
         return ["uvicorn.protocols.http.httptools_impl.HttpToolsProtocol is missing"]
+    # Defined by uvicorn's class itself: asyncio.Protocol's empty ones do not count.
     problems = [
         f"HttpToolsProtocol.{name} is missing"
         for name in PROTOCOL_METHODS
-        if not callable(getattr(cls, name, None))
+        if not callable(vars(cls).get(name))
     ]
-    if not hasattr(cls, "_unset_keepalive_if_required"):
+    if not callable(vars(cls).get("_unset_keepalive_if_required")):
         problems.append("HttpToolsProtocol._unset_keepalive_if_required is missing")
     found = _instance_attributes(cls)
     problems += [
