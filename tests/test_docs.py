@@ -1,6 +1,10 @@
 """The documentation builds with mkdocs --strict: no broken link, no page missing from the nav,
-and the reference tables generated from cookiecutter.json and the Settings class."""
+and the reference tables generated from cookiecutter.json and the Settings class; the README's
+option table names every option of cookiecutter.json."""
 
+import itertools
+import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -36,3 +40,25 @@ def test_docs_build_strict(tmp_path: Path) -> None:
     options_page = (tmp_path / "site" / "reference" / "options" / "index.html").read_text()
     assert "resource_plural" in options_page
     assert "api_key" in options_page
+
+
+def _option_rows() -> dict[str, str]:
+    """The README's option table: each option named in a row's first cell, with the whole row."""
+    lines = (TEMPLATE / "README.md").read_text().splitlines()
+    start = lines.index("| Option | Default | Meaning |")
+    rows: dict[str, str] = {}
+    for line in itertools.takewhile(lambda line: line.startswith("|"), lines[start + 2 :]):
+        for name in re.findall(r"`([^`]+)`", line.split("|")[1]):
+            rows[name] = line
+    return rows
+
+
+def test_readme_option_table_names_every_option_and_each_of_its_choices() -> None:
+    options = json.loads((TEMPLATE / "cookiecutter.json").read_text())
+    public = {name: value for name, value in options.items() if not name.startswith("_")}
+    rows = _option_rows()
+    assert [name for name in public if name not in rows] == []
+    for name, value in public.items():
+        if isinstance(value, list):
+            named = set(re.findall(r"`([^`]+)`", rows[name]))
+            assert [choice for choice in value if choice not in named] == [], name
