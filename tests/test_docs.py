@@ -62,3 +62,19 @@ def test_readme_option_table_names_every_option_and_each_of_its_choices() -> Non
         if isinstance(value, list):
             named = set(re.findall(r"`([^`]+)`", rows[name]))
             assert [choice for choice in value if choice not in named] == [], name
+
+
+# Words of a page that tells of one machine or one run rather than of the project.
+_ONE_MACHINE_OR_RUN = re.compile(
+    r"\blast run\b|\bthis (?:shared )?(?:machine|VM)\b|\bmeasurement lock\b", re.IGNORECASE
+)
+
+
+def test_docs_speak_of_the_project_not_of_one_machine_or_run() -> None:
+    found = [
+        f"{page.relative_to(TEMPLATE)}:{number}: {line.strip()}"
+        for page in sorted((TEMPLATE / "docs").rglob("*.md"))
+        for number, line in enumerate(page.read_text().splitlines(), 1)
+        if _ONE_MACHINE_OR_RUN.search(line)
+    ]
+    assert found == []
