@@ -1,13 +1,16 @@
 """The documentation builds with mkdocs --strict: no broken link, no page missing from the nav,
 and the reference tables generated from cookiecutter.json and the Settings class; the README's
-option table names every option of cookiecutter.json."""
+option table names every option of cookiecutter.json; the figures files under docs/ name only
+commands and files that exist."""
 
 import itertools
 import json
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from .baking import TEMPLATE
 
@@ -78,3 +81,76 @@ def test_docs_speak_of_the_project_not_of_one_machine_or_run() -> None:
         if _ONE_MACHINE_OR_RUN.search(line)
     ]
     assert found == []
+
+
+# A path into this repository starts with one of its folders; a pytest node id may follow it.
+_FOLDERS = "|".join(
+    re.escape(path.name) for path in TEMPLATE.iterdir() if path.is_dir() and path.name[0] != "."
+)
+_REPOSITORY_PATH = re.compile(rf"(?<![\w/.-])(?:{_FOLDERS})/[\w./*-]*[\w*](?:::\w+)?")
+_PYTHON_MODULE = re.compile(r"\bpython3? -m ([\w.]+)")
+_MAKE_TARGET = re.compile(r"\bmake ([\w-]+)")
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """Every string of a JSON document, keys included."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield key
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def _missing(text: str) -> Iterator[str]:
+    """The files, tests, modules and make targets `text` names that the repository lacks."""
+    for reference in _REPOSITORY_PATH.findall(text):
+        path, _, test = reference.partition("::")
+        files = sorted(TEMPLATE.glob(path))
+        defines = re.compile(rf"^(?:async )?def {test}\b", re.MULTILINE)
+        if not files or (test and not any(defines.search(file.read_text()) for file in files)):
+            yield reference
+    for module in _PYTHON_MODULE.findall(text):
+        base = TEMPLATE.joinpath(*module.split("."))
+        if not (base.with_suffix(".py").is_file() or (base / "__main__.py").is_file()):
+            yield f"python -m {module}"
+    targets = re.findall(r"^([\w-]+):", (TEMPLATE / "Makefile").read_text(), re.MULTILINE)
+    for target in _MAKE_TARGET.findall(text):
+        if target not in targets:
+            yield f"make {target}"
+
+
+def test_figures_files_name_only_commands_and_files_that_exist() -> None:
+    figures = sorted((TEMPLATE / "docs").rglob("*.json"))
+    assert figures, "no figures file under docs/"
+    missing = {
+        str(path.relative_to(TEMPLATE)): sorted(
+            {name for text in _strings(json.loads(path.read_text())) for name in _missing(text)}
+        )
+        for path in figures
+    }
+    assert {path: names for path, names in missing.items() if names} == {}
+
+
+def test_every_reliability_figure_is_one_a_test_still_records() -> None:
+    figures = json.loads((TEMPLATE / "docs" / "reliability-figures.json").read_text())
+    tests = "".join(path.read_text() for path in sorted((TEMPLATE / "tests").glob("*.py")))
+    recorded = set(re.findall(r"\.record\(\s*\"(\w+)\"", tests))
+    assert [name for name in figures if name[0] != "_" and name not in recorded] == []
+
+
+def test_figures_check_finds_a_missing_test_file_module_and_make_target() -> None:
+    text = (
+        "pytest tests/test_docs.py::test_figures_files_name_only_commands_and_files_that_exist "
+        "tests/test_gone.py tests/test_docs.py::test_gone; python -m bench.request_head; "
+        "python -m bench.gone; make bench; make gone"
+    )
+    assert list(_missing(text)) == [
+        "tests/test_gone.py",
+        "tests/test_docs.py::test_gone",
+        "python -m bench.gone",
+        "make gone",
+    ]
