@@ -1,7 +1,7 @@
 """The documentation builds with mkdocs --strict: no broken link, no page missing from the nav,
 and the reference tables generated from cookiecutter.json and the Settings class; the README's
-option table names every option of cookiecutter.json; the figures files under docs/ name only
-commands and files that exist."""
+option table names every option of cookiecutter.json; the nav lists every page and the index
+links each; the figures files under docs/ name only commands and files that exist."""
 
 import itertools
 import json
@@ -11,6 +11,8 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from .baking import TEMPLATE
 
@@ -154,3 +156,27 @@ def test_figures_check_finds_a_missing_test_file_module_and_make_target() -> Non
         "python -m bench.gone",
         "make gone",
     ]
+
+
+def _nav_pages(nav: Any) -> Iterator[str]:
+    """The page of every entry of mkdocs.yml's nav, sections walked."""
+    if isinstance(nav, str):
+        yield nav
+    elif isinstance(nav, list):
+        for entry in nav:
+            yield from _nav_pages(entry)
+    elif isinstance(nav, dict):
+        for entry in nav.values():
+            yield from _nav_pages(entry)
+
+
+def test_nav_lists_every_page_and_the_index_links_each_guide() -> None:
+    config = yaml.safe_load((TEMPLATE / "mkdocs.yml").read_text())
+    docs = TEMPLATE / config["docs_dir"]
+    excluded = set(config.get("exclude_docs", "").split())
+    pages = {str(page.relative_to(docs)) for page in docs.rglob("*.md")} - excluded
+    nav = list(_nav_pages(config["nav"]))
+    assert sorted(pages - set(nav)) == []
+    assert sorted(set(nav) - pages) == []
+    linked = set(re.findall(r"\]\(([^)#]+\.md)(?:#[^)]*)?\)", (docs / "index.md").read_text()))
+    assert [page for page in nav if page != "index.md" and page not in linked] == []
