@@ -1,22 +1,33 @@
 """CPU per request head: uvicorn's HttpToolsProtocol against the service's GuardedHttpToolsProtocol
-(server.py: head deadline and size limit), parsing the same 4-header GET, no I/O, interleaved.
+(the head deadline and size limit), parsing the same 4-header GET, no I/O, interleaved.
 
-    taskset -c 0 .venv/bin/python bench/request_head.py <baked project>/src
+    taskset -c 0 .venv/bin/python -m bench.request_head [--project <baked project>]
+
+Without --project it bakes the default service into a temporary folder. The package, and the
+modules defining `guarded_protocol` and `Settings`, are found in the bake, whatever its name.
 """
 
+import argparse
 import asyncio
+import re
 import statistics
 import sys
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, sys.argv[1])
-from inventory_service.server import guarded_protocol  # from the bake named above
-from inventory_service.settings import Settings
 from uvicorn._types import ASGIReceiveCallable, ASGISendCallable, Scope
 from uvicorn.config import Config
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.server import ServerState
+
+from tests.baking import bake, load_module
+
+ROUNDS, HEADS_PER_ROUND = 15, 20_000
+REQUEST = (
+    b"GET /items/12345 HTTP/1.1\r\nHost: 127.0.0.1:8000\r\nUser-Agent: wrk\r\nAccept: */*\r\n\r\n"
+)
 
 
 class Transport(asyncio.Transport):
@@ -43,37 +54,71 @@ async def app(scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable
     pass
 
 
-REQUEST = (
-    b"GET /items/12345 HTTP/1.1\r\nHost: 127.0.0.1:8000\r\nUser-Agent: wrk\r\nAccept: */*\r\n\r\n"
-)
+def package_of(project: Path) -> str:
+    """The bake's package: the one folder under src/ holding an __init__.py."""
+    found = sorted(init.parent.name for init in (project / "src").glob("*/__init__.py"))
+    if len(found) != 1:
+        raise SystemExit(f"{project}: expected one package under src/, found {found or 'none'}")
+    return found[0]
 
 
-async def main() -> None:
+def module_defining(project: Path, package: str, name: str) -> str:
+    """The module of `package` (dotted, below the package) that defines `name` at its top level."""
+    root = project / "src" / package
+    definition = re.compile(rf"^(?:def|class) {name}\b", re.MULTILINE)
+    for path in sorted(root.rglob("*.py")):
+        if definition.search(path.read_text()):
+            return ".".join(path.relative_to(root).with_suffix("").parts)
+    raise SystemExit(f"{root}: no module defines {name}")
+
+
+def guarded_protocol_of(project: Path) -> type[HttpToolsProtocol]:
+    """The bake's protocol class, built from its development settings."""
+    package = package_of(project)
+    server = load_module(project, package, module_defining(project, package, "guarded_protocol"))
+    settings = load_module(project, package, module_defining(project, package, "Settings"))
+    protocol: type[HttpToolsProtocol] = server.guarded_protocol(settings.Settings(app_env="dev"))
+    return protocol
+
+
+async def measure(classes: dict[str, type[HttpToolsProtocol]]) -> dict[str, list[float]]:
+    """Microseconds per request head, one figure per class and round."""
     loop = asyncio.get_running_loop()
     config = Config(app, lifespan="off", log_level="warning")
     config.load()
-    classes: dict[str, type[HttpToolsProtocol]] = {
-        "stock": HttpToolsProtocol,
-        "guarded": guarded_protocol(Settings(app_env="dev")),
-    }
     results: dict[str, list[float]] = {name: [] for name in classes}
-    for _ in range(15):
+    for _ in range(ROUNDS):
         for name, cls in classes.items():
             proto = cls(config=config, server_state=ServerState(), app_state={}, _loop=loop)
             proto._start_asgi_task = lambda cycle, app: None  # type: ignore[method-assign]
             proto.connection_made(Transport())
-            n = 20000
             start = time.perf_counter()
-            for _ in range(n):
+            for _ in range(HEADS_PER_ROUND):
                 proto.data_received(REQUEST)
                 proto.cycle.response_complete = True  # answered: the next head starts a new cycle
-            results[name].append((time.perf_counter() - start) / n * 1e6)
+            results[name].append((time.perf_counter() - start) / HEADS_PER_ROUND * 1e6)
             proto.connection_lost(None)
+    return results
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--project", type=Path, help="a baked project (default: bake one)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="request-head-") as scratch:
+        project = args.project or bake(Path(scratch))
+        classes: dict[str, type[HttpToolsProtocol]] = {
+            "stock": HttpToolsProtocol,
+            "guarded": guarded_protocol_of(project),
+        }
+        results = asyncio.run(measure(classes))
     for name, values in results.items():
         print(
             f"{name}: median {statistics.median(values):.2f} us per request head"
             f" (min {min(values):.2f}, max {max(values):.2f})"
         )
+    return 0
 
 
-asyncio.run(main())
+if __name__ == "__main__":
+    sys.exit(main())

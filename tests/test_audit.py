@@ -1,29 +1,73 @@
-"""pip-audit on the exact versions a baked project locks (uv.lock): no known vulnerability."""
+"""pip-audit on the exact versions a baked project locks (uv.lock): no known vulnerability.
+
+pip-audit asks PyPI's vulnerability data about every locked release; a release PyPI cannot audit
+is asked again of OSV, the other service pip-audit offers (its own advice when one cannot answer).
+The audit skips, with pip-audit's message, only when pip-audit reports that the service it needs
+cannot be reached; every other answer is judged.
+"""
 
 import json
+import re
+import subprocess
 import sys
-import urllib.error
-import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from .baking import bake, run
 from .figures import Figures
 
-pytestmark = pytest.mark.slow
+PIP_AUDIT = str(Path(sys.executable).parent / "pip-audit")
+# How pip-audit says it could not reach a service: its own ConnectionError ("Could not connect to
+# ...'s vulnerability feed", "... is not redirecting properly"), or the requests error it lets
+# through when the service's name does not resolve.
+_UNREACHABLE = re.compile(
+    r"Could not connect|not redirecting properly|ConnectionError|ConnectTimeout"
+)
 
 
-def _vulnerability_service_answers(name: str, version: str) -> tuple[bool, str]:
-    # pip-audit's default service is PyPI's per-release JSON, which lists known vulnerabilities.
-    url = f"https://pypi.org/pypi/{name}/{version}/json"
-    try:
-        with urllib.request.urlopen(url, timeout=10) as response:
-            return "vulnerabilities" in json.load(response), url
-    except (urllib.error.URLError, OSError, ValueError) as error:
-        return False, f"{url}: {error}"
+def unreachable(audit: subprocess.CompletedProcess[str]) -> str | None:
+    """pip-audit's message when it stopped because its vulnerability service could not be reached;
+    None when it gave a report (vulnerabilities found or not, after retries or not) or failed for
+    another reason."""
+    if audit.stdout.strip():
+        return None
+    lines = [line.strip() for line in audit.stderr.splitlines()]
+    return next((line for line in reversed(lines) if _UNREACHABLE.search(line)), None)
 
 
+def _audit(
+    project: Path, requirements: Path, service: str, figures: Figures, why: str = ""
+) -> list[Any]:
+    """pip-audit's answer for each pinned requirement, asking `service`; a skip, with `why`
+    before pip-audit's message, when pip-audit cannot reach it."""
+    audit = run(
+        project, PIP_AUDIT, "--requirement", str(requirements), "--vulnerability-service", service,
+        "--disable-pip", "--no-deps", "--format", "json", "--progress-spinner", "off",
+        timeout=300,
+    )  # fmt: skip
+    message = unreachable(audit)
+    if message is not None:
+        skipped = f"pip-audit could not reach its {service} vulnerability service"
+        figures.record("pip_audit", skipped=skipped)  # its message stays in the skip reason
+        pytest.skip(f"{why}{skipped}: {message}")
+    dependencies: list[Any] = json.loads(audit.stdout or "{}").get("dependencies", [])
+    assert dependencies, audit.stderr[-3000:]
+    return dependencies
+
+
+def _pins(requirements: Path, names: set[str]) -> str:
+    """The lines of an exported requirements file that pin one of `names` (pip-audit names each
+    dependency as the file spells it)."""
+    return "".join(
+        f"{line}\n"
+        for line in requirements.read_text().splitlines()
+        if line.split("==", 1)[0].strip() in names
+    )
+
+
+@pytest.mark.slow
 def test_locked_dependencies_have_no_known_vulnerability(
     tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
@@ -35,41 +79,65 @@ def test_locked_dependencies_have_no_known_vulnerability(
         "--format", "requirements-txt", "--output-file", str(requirements),
     )  # fmt: skip
     assert exported.returncode == 0, exported.stderr
-    audit = run(
-        project, str(Path(sys.executable).parent / "pip-audit"), "--requirement", str(requirements),
-        "--disable-pip", "--no-deps", "--format", "json", "--progress-spinner", "off",
-        timeout=300,
-    )  # fmt: skip
-    report = json.loads(audit.stdout or "{}")
-    dependencies = report.get("dependencies", [])
-    assert dependencies, audit.stderr[-3000:]
+    figures = Figures(tmp_path_factory.getbasetemp())
+    dependencies = _audit(project, requirements, "pypi", figures)
+    left = {d["name"]: d["skip_reason"] for d in dependencies if d.get("skip_reason")}
+    if left:
+        again = tmp_path / "not-audited-by-pypi.txt"
+        again.write_text(_pins(requirements, set(left)))
+        first = next(iter(left.values()))
+        why = f"PyPI could not audit {len(left)} of {len(dependencies)} ({first}); "
+        answers = {d["name"]: d for d in _audit(project, again, "osv", figures, why)}
+        dependencies = [answers.get(d["name"], d) for d in dependencies]
     unaudited = [d for d in dependencies if d.get("skip_reason")]
     vulnerable = {
         f"{d['name']}=={d['version']}": [v["id"] for v in d["vulns"]]
         for d in dependencies
         if d.get("vulns")
     }
-    figures = Figures(tmp_path_factory.getbasetemp())
     figures.record(
         "pip_audit",
         locked=len(dependencies),
         unaudited=len(unaudited),
         vulnerable=sorted(vulnerable),
     )
-    if unaudited:
-        pins = dict(
-            line.split("==", 1) for line in requirements.read_text().splitlines() if "==" in line
-        )
-        name = unaudited[0]["name"]
-        answers, where = _vulnerability_service_answers(name, pins[name].split(";")[0].strip())
-        if not answers:
-            figures.record(
-                "pip_audit", locked=len(dependencies), unaudited=len(unaudited), skipped=where
-            )
-            pytest.skip(
-                f"the vulnerability service is unreachable from this machine ({where}); "
-                f"pip-audit could not audit {len(unaudited)} of {len(dependencies)} locked "
-                "dependencies"
-            )
-    assert unaudited == [], f"PyPI answers, yet these were not audited: {unaudited}"
+    assert unaudited == [], "neither PyPI nor OSV could audit these"
     assert vulnerable == {}
+
+
+def _pip_audit_answer(
+    returncode: int, stdout: str, stderr: str
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.CompletedProcess([PIP_AUDIT], returncode, stdout, stderr)
+
+
+def test_an_audit_whose_service_cannot_be_reached_is_skipped_with_pip_audits_message() -> None:
+    refused = _pip_audit_answer(
+        1,
+        "",
+        "ERROR:pip_audit._cli:Could not connect to PyPI's vulnerability feed\n"
+        "ERROR:pip_audit._cli:Tip: your network may be blocking this service. "
+        "Try another service with `-s SERVICE`\n",
+    )
+    assert unreachable(refused) == (
+        "ERROR:pip_audit._cli:Could not connect to PyPI's vulnerability feed"
+    )
+    unresolved = _pip_audit_answer(
+        1,
+        "",
+        "Traceback (most recent call last):\n  ...\nrequests.exceptions.ConnectionError: "
+        "HTTPSConnectionPool(...): Max retries exceeded (Caused by NameResolutionError(...))\n",
+    )
+    assert unreachable(unresolved) is not None
+    assert "NameResolutionError" in (unreachable(unresolved) or "")
+
+
+def test_an_audit_that_answered_or_failed_otherwise_is_judged_not_skipped() -> None:
+    report = json.dumps({"dependencies": [{"name": "a", "version": "1", "vulns": [{"id": "X"}]}]})
+    retried = (
+        "WARNING:urllib3.connectionpool:Retrying (Retry(total=2)) after connection broken by "
+        "'ConnectTimeoutError(...)': /pypi/a/1/json\nFound 1 known vulnerability in 1 package\n"
+    )
+    assert unreachable(_pip_audit_answer(1, report, retried)) is None
+    assert unreachable(_pip_audit_answer(0, report, "")) is None
+    assert unreachable(_pip_audit_answer(1, "", "ERROR: invalid requirement: 'a=1'")) is None
