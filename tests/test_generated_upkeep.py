@@ -25,9 +25,10 @@ def locked_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _outgrow_the_lock(project: Path) -> None:
     pyproject = project / "pyproject.toml"
-    pyproject.write_text(
-        pyproject.read_text().replace('"orjson>=3.10,<4",', '"orjson>=3.10,<4",\n    "six>=1.16",')
-    )
+    text = pyproject.read_text()
+    opening = "\ndependencies = [\n"
+    assert opening in text
+    pyproject.write_text(text.replace(opening, f'{opening}    "six>=1.16",\n'))
 
 
 @pytest.fixture

@@ -1,0 +1,36 @@
+"""The lower bounds of a baked pyproject.toml are true: installed at the oldest versions they allow
+for each direct dependency (`make install-lowest`, uv's --resolution lowest-direct), the bake
+passes its own suite. The auth=jwt bake, whose runtime needs three packages more than the others.
+"""
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from .baking import VENV_BIN, bake, run
+
+pytestmark = pytest.mark.slow
+
+# A suite that passes takes about 2 minutes here; a hang fails at this limit instead of lasting.
+SUITE_SECONDS = 480
+
+
+def test_jwt_bake_passes_its_suite_on_the_oldest_versions_its_bounds_allow(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    assert shutil.which("uv", path=str(VENV_BIN)), "uv belongs to the template's venv"
+    project = bake(tmp_path, auth="jwt")
+    venv = tmp_path / "lowest"
+    installed = run(project, "make", "install-lowest", f"VENV={venv}", timeout=600, PYTHONPATH="")
+    assert installed.returncode == 0, installed.stdout[-3000:] + installed.stderr[-3000:]
+    versions = run(
+        project, str(VENV_BIN / "uv"), "pip", "list", "--python", str(venv / "bin/python")
+    )
+    # -x: the first failure is the answer, and no later test waits on what already broke.
+    suite = (str(venv / "bin/python"), "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider")
+    result = run(project, *suite, timeout=SUITE_SECONDS, DATABASE_URL=postgres_url, PYTHONPATH="")
+    assert result.returncode == 0, (
+        f"{result.stdout[-6000:]}{result.stderr[-2000:]}\ninstalled:\n{versions.stdout}"
+    )
+    assert " passed" in result.stdout
