@@ -3,9 +3,10 @@
 Bakes the default service at `--base` and at `--head` (default: the template as it is on disk,
 committed or not), migrates and seeds a database of its own for each on one throwaway PostgreSQL,
 and serves both the way bench.run serves "generated" (access log on, pinned to core 0; PostgreSQL
-and wrk on core 1). Then, workload by workload, it drives base and head in turn for a number of
-rounds, swapping which goes first each round. Every run records wrk's requests/s and the server's
-CPU per request, the figure a noisy machine moves least. Prints per workload the medians of each
+and wrk on core 1). Each round starts both services afresh, the first started swapped each round,
+and drives every workload at base and at head one after the other, the first driven swapped too.
+Every run records wrk's requests/s and the server's CPU per request, the figure a noisy machine
+moves least. Prints per workload the medians of each
 side, head/base of each and their spread, and writes them as JSON.
 
 With `--fail-above PCT` it exits 1 when a workload's median CPU per request on head is more than
@@ -75,12 +76,14 @@ def _template(revision: dict[str, str], folder: Path) -> Path:
 
 
 @contextlib.contextmanager
-def _served(sides: dict[str, _Side], devdb: Any, logs: Path) -> Iterator[None]:
-    """Both services running, each checked to answer every workload; stopped afterwards."""
+def _served(
+    sides: dict[str, _Side], order: tuple[str, ...], devdb: Any, logs: Path
+) -> Iterator[None]:
+    """Both services started in `order`, each checked to answer every workload; stopped after."""
     processes: list[subprocess.Popen[bytes]] = []
     try:
-        for name, side in sides.items():
-            port = devdb.free_port()
+        for name in order:
+            side, port = sides[name], devdb.free_port()
             command = service_command(side.project)
             log = logs / f"{name}.log"
             processes.append(start_pinned(command, side.project, side.database_url, port, log))
@@ -94,9 +97,8 @@ def _served(sides: dict[str, _Side], devdb: Any, logs: Path) -> Iterator[None]:
             process.wait(timeout=30)
 
 
-def _measure(sides: dict[str, _Side], args: argparse.Namespace) -> Runs:
-    """Per side and workload, one run per round; base and head one after the other, the first
-    of the pair swapped each round so that neither always runs on a machine just warmed."""
+def _measure(sides: dict[str, _Side], devdb: Any, work: Path, args: argparse.Namespace) -> Runs:
+    """Per side and workload, one run per round, base and head one after the other."""
     runs: Runs = {name: {workload: [] for workload in args.workloads} for name in sides}
 
     def one(name: str, workload: str, seconds: int) -> dict[str, float]:
@@ -106,15 +108,25 @@ def _measure(sides: dict[str, _Side], args: argparse.Namespace) -> Runs:
                      database_url=side.database_url, seconds=seconds,
                      connections=args.connections)  # fmt: skip
 
-    for workload in args.workloads:
-        for name in SIDES:  # warm-up: caches, the pool's connections, statement caches
-            one(name, workload, args.warmup)
-        for round_ in range(args.rounds):
-            for name in SIDES if round_ % 2 == 0 else SIDES[::-1]:
-                run = one(name, workload, args.duration)
-                runs[name][workload].append(run)
-                print(f"{workload:7} round {round_ + 1} {name:4} {run['rps']:8.0f} rps "
-                      f"{run['cpu_us']:6.0f} us CPU/request", flush=True)  # fmt: skip
+    for round_ in range(args.rounds):
+        # Fresh processes each round, started in alternating order: in A/A runs kept up for the
+        # whole comparison the service started second spent 6-9 % more CPU per request (three of
+        # three runs; 1-5 % less when started first), and each process draws its own hash seed
+        # and memory layout.
+        started = SIDES if round_ % 2 == 0 else SIDES[::-1]
+        logs = work / f"round-{round_ + 1}"
+        logs.mkdir()
+        with _served(sides, started, devdb, logs):
+            for index, workload in enumerate(args.workloads):
+                # Which side runs first swaps too, so that neither always follows the other.
+                order = started if index % 2 == 0 else started[::-1]
+                for name in order:  # warm-up: the pool's connections, statement caches
+                    one(name, workload, args.warmup)
+                for name in order:
+                    run = one(name, workload, args.duration)
+                    runs[name][workload].append(run)
+                    print(f"round {round_ + 1} {workload:7} {name:4} {run['rps']:8.0f} rps "
+                          f"{run['cpu_us']:6.0f} us CPU/request", flush=True)  # fmt: skip
     return runs
 
 
@@ -136,8 +148,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             pg_version = asyncio.run(prepare(url, args.rows))
             # Each side sends its own scenario table's requests, as its own load test would.
             sides[name] = _Side(project, Workloads(project, args.rows), url)
-        with _served(sides, devdb, work):
-            runs = _measure(sides, args)
+        runs = _measure(sides, devdb, work, args)
     shutil.rmtree(work)
     settings = ("duration", "warmup", "rounds", "connections", "rows")
     return {"revisions": revisions, "machine": machine(pg_version),
@@ -152,7 +163,9 @@ def main() -> int:
     parser.add_argument("--head", help="git revision (default: the template as it is on disk)")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--duration", type=int, default=5, help="seconds per timed run")
-    parser.add_argument("--warmup", type=int, default=2, help="seconds per side and workload")
+    parser.add_argument(
+        "--warmup", type=int, default=1, help="seconds per side and workload, each round"
+    )
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--workloads", nargs="+", default=list(NAMES), choices=NAMES)
