@@ -66,13 +66,20 @@ def _figure(cell: dict[str, Any], figure: str, digits: str) -> str:
     )
 
 
+def _revision(revision: dict[str, str]) -> str:
+    changed = revision.get("changed_files")
+    return f"{revision['revision']} ({revision['commit'][:10]}" + (
+        f" + {changed} changed files)" if changed not in (None, "0") else ")"
+    )
+
+
 def table(results: dict[str, Any]) -> str:
     """The summary as text: per workload, req/s then CPU us/request of base and head (median,
     ± half the rounds' range), head/base of the medians [range of the rounds' pairs]."""
-    revisions, settings = results["revisions"], results["settings"]
+    settings = results["settings"]
+    base, head = (_revision(results["revisions"][name]) for name in SIDES)
     lines = [
-        f"base {revisions['base']['revision']} ({revisions['base']['commit'][:10]}), "
-        f"head {revisions['head']['revision']} ({revisions['head']['commit'][:10]}); "
+        f"base {base}, head {head}; "
         f"{settings['rounds']} rounds of {settings['duration']} s, "
         f"{settings['connections']} connections; medians, ± half the range of the rounds",
         f"{'workload':8} {'req/s: base':>13} {'head':>11} {'head/base':>17}   "
