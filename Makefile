@@ -3,10 +3,10 @@ VENV := .venv
 BIN := $(CURDIR)/$(VENV)/bin
 export PATH := $(BIN):$(PATH)
 
-.PHONY: help install demo lint test bench
+.PHONY: help install demo lint test bench bench-compare
 
 help: ## Show the targets
-	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-13s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 $(VENV)/.installed: requirements.txt
 	python3 -m venv $(VENV)
@@ -24,6 +24,10 @@ demo: install ## Bake the default service into demo/, serve it on a throwaway Po
 bench: install ## Side-by-side benchmark (generated vs ceiling, minimal FastAPI, ORM baseline), then the price of auth and tracing; writes docs/bench/
 	$(BIN)/python -m bench.run
 	$(BIN)/python -m bench.features
+
+bench-compare: install ## The service at BASE=<rev> and at HEAD=<rev> (default: the working tree) side by side; FAIL_ABOVE=<pct> gates CPU/request, ARGS= more flags
+	$(if $(BASE),,$(error BASE=<git revision> is required, e.g. make bench-compare BASE=main))
+	$(BIN)/python -m bench.compare --base $(BASE) $(if $(HEAD),--head $(HEAD)) $(if $(FAIL_ABOVE),--fail-above $(FAIL_ABOVE)) $(ARGS)
 
 lint: install ## Lint and type-check the template's own Python (tests/, bench/, hooks/, scripts/)
 	$(BIN)/ruff check .

@@ -9,29 +9,32 @@ import argparse
 import asyncio
 import math
 import os
-import platform
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-import asyncpg
-import httpx
 import psutil
 
-from bench.driver import LOAD_CORE, POOL_SIZE, SERVER_CORE, migrate, prepare
+from bench.driver import (
+    LOAD_CORE,
+    POOL_SIZE,
+    ROOT,
+    check_answers,
+    drive,
+    machine,
+    migrate,
+    prepare,
+    service_command,
+    start_pinned,
+)
 from bench.report import summarise, write_reports
 from bench.workloads import NAMES, Workloads
-from tests.baking import bake, load_dev_module, tool_env
-from tests.serving import wait_until_answering
+from tests.baking import bake, load_dev_module
 
-ROOT = Path(__file__).resolve().parents[1]
 APPS = ("generated", "generated_log_off", "ceiling", "minimal", "baseline")
-# Rows seeded ahead of each delete run, per second of it: more than any app deletes in a second.
-DELETABLE_PER_SECOND = 40_000
 _TUNED = ["--loop", "uvloop", "--http", "httptools", "--no-access-log", "--no-server-header",
           "--no-proxy-headers"]  # fmt: skip
 
@@ -39,9 +42,9 @@ _TUNED = ["--loop", "uvloop", "--http", "httptools", "--no-access-log", "--no-se
 def _commands(project: Path, port: int) -> dict[str, list[str]]:
     uvicorn = [sys.executable, "-m", "uvicorn", "--port", str(port)]
     return {
-        "generated": [sys.executable, "-m", "inventory_service"],
+        "generated": service_command(project),
         # The same service with ACCESS_LOG=off: the price of one access line per request.
-        "generated_log_off": [sys.executable, "-m", "inventory_service"],
+        "generated_log_off": service_command(project),
         "ceiling": [*uvicorn, *_TUNED, "bench.apps.ceiling:app"],
         "minimal": [*uvicorn, *_TUNED, "bench.apps.minimal_fastapi:app"],
         # uvicorn's defaults: asyncio loop (uvloop is opt-in on the command line), access log on.
@@ -52,65 +55,9 @@ def _commands(project: Path, port: int) -> dict[str, list[str]]:
 def _start(
     name: str, project: Path, database_url: str, port: int, logs: Path
 ) -> subprocess.Popen[bytes]:
-    env = tool_env(project, DATABASE_URL=database_url, PORT=str(port), POOL_SIZE=str(POOL_SIZE),
-                   POOL_MIN_SIZE=str(POOL_SIZE), POOL_MAX_SIZE=str(POOL_SIZE), APP_ENV="prod",
-                   METRICS_PORT="0")  # fmt: skip
-    env["PYTHONPATH"] = f"{project / 'src'}{os.pathsep}{ROOT}"
-    if name == "generated_log_off":
-        env["ACCESS_LOG"] = "off"
-    log = (logs / f"{name}.log").open("wb")
-    command = ["taskset", "-c", str(SERVER_CORE), *_commands(project, port)[name]]
-    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    wait_until_answering(
-        process, f"http://127.0.0.1:{port}/items/1", what=f"{name} (log: {logs / f'{name}.log'})"
-    )
-    return process
-
-
-def _check_answers(name: str, base: str) -> None:
-    """Every app must answer every workload correctly before it is timed."""
-    with httpx.Client(base_url=base) as http:
-        assert http.get("/items/7").json()["id"] == 7, name
-        assert len(http.get("/items", params={"after": 10, "limit": 20}).json()["data"]) == 20, name
-        created = http.post("/items", json={"name": "check", "price_cents": 1, "quantity": 2})
-        assert created.status_code == 201, name
-        assert created.json()["quantity"] == 2, name
-        patched = http.patch("/items/9", json={"quantity": 5})
-        assert patched.status_code == 200, name
-        assert patched.json()["quantity"] == 5, name
-
-
-async def _seed_deletable(url: str, count: int) -> int:
-    """Insert `count` rows with consecutive ids for a delete run; return the first id."""
-    connection = await asyncpg.connect(url)
-    try:
-        row = await connection.fetchrow(
-            "WITH new AS (INSERT INTO items (name, price_cents) "
-            "SELECT 'to delete', 1 FROM generate_series(1, $1) RETURNING id) "
-            "SELECT min(id) AS first, max(id) AS last FROM new", count,
-        )  # fmt: skip
-        assert row is not None
-        assert row["last"] - row["first"] + 1 == count, "the delete range must be contiguous"
-        return int(row["first"])
-    finally:
-        await connection.close()
-
-
-def _drive(
-    base: str,
-    workload: str,
-    args: argparse.Namespace,
-    url: str,
-    duration: int,
-    workloads: Workloads,
-) -> dict[str, float]:
-    """One wrk run of `workload`; an operation that uses each id once first gets rows of its own."""
-    start = 1
-    if workloads.consumes_ids(workload):
-        start = asyncio.run(_seed_deletable(url, DELETABLE_PER_SECOND * duration))
-    return workloads.run(
-        base, workload, seconds=duration, connections=args.connections, start=start
-    )
+    env = {"ACCESS_LOG": "off"} if name == "generated_log_off" else {}
+    command = _commands(project, port)[name]
+    return start_pinned(command, project, database_url, port, logs / f"{name}.log", **env)
 
 
 def _paced_p99(
@@ -125,23 +72,6 @@ def _paced_p99(
         base, "by_id", seconds=max(args.duration, 5), connections=connections, delay_ms=delay_ms
     )
     return {"target_rps": target, "connections": connections, **paced}
-
-
-def _machine(pg_version: str) -> dict[str, Any]:
-    cpuinfo = Path("/proc/cpuinfo").read_text().splitlines()
-    cpu = next((line.split(":", 1)[1].strip() for line in cpuinfo
-                if line.startswith("model name")), platform.processor())  # fmt: skip
-    wrk_version = subprocess.run(["wrk", "-v"], capture_output=True, text=True, check=False)
-    return {
-        "cpu": cpu,
-        "cores": os.cpu_count(),
-        "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
-        "kernel": platform.release(),
-        "python": platform.python_version(),
-        "postgresql": pg_version,
-        "wrk": (wrk_version.stdout + wrk_version.stderr).split("\n")[0].strip(),
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-    }
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -160,28 +90,25 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 port = devdb.free_port()
                 processes[name] = _start(name, project, postgres.url, port, work)
                 bases[name] = f"http://127.0.0.1:{port}"
-                _check_answers(name, bases[name])
+                check_answers(name, bases[name])
             runs: dict[str, dict[str, list[dict[str, float]]]] = {
                 a: {w: [] for w in args.workloads} for a in args.apps
             }
+            servers = {name: psutil.Process(process.pid) for name, process in processes.items()}
             for workload in args.workloads:  # warm-up: JIT-free Python still fills caches and pools
                 for name in args.apps:
-                    _drive(bases[name], workload, args, postgres.url, args.warmup, workloads)
+                    drive(workloads, servers[name], bases[name], workload,
+                          database_url=postgres.url, seconds=args.warmup,
+                          connections=args.connections)  # fmt: skip
             for round_ in range(args.rounds):
                 for workload in args.workloads:
                     order = (
                         args.apps[round_ % len(args.apps) :] + args.apps[: round_ % len(args.apps)]
                     )
                     for name in order:  # interleaved, and rotated each round
-                        server = psutil.Process(processes[name].pid)
-                        cpu_before = sum(server.cpu_times()[:2])
-                        run_ = _drive(
-                            bases[name], workload, args, postgres.url, args.duration, workloads
-                        )
-                        # Server CPU per request: the code's cost, whatever else the shared machine
-                        # runs meanwhile (throughput moves with that, this much less).
-                        cpu = sum(server.cpu_times()[:2]) - cpu_before
-                        run_["cpu_us"] = cpu / max(run_["requests"], 1) * 1e6
+                        run_ = drive(workloads, servers[name], bases[name], workload,
+                                     database_url=postgres.url, seconds=args.duration,
+                                     connections=args.connections)  # fmt: skip
                         runs[name][workload].append(run_)
                         print(
                             f"round {round_ + 1} {workload:7} {name:10} {run_['rps']:9.0f} rps "
@@ -203,7 +130,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     settings = {
         key: getattr(args, key) for key in ("duration", "warmup", "rounds", "connections", "rows")
     }
-    return {"machine": _machine(pg_version), "settings": {**settings, "pool_size": POOL_SIZE},
+    return {"machine": machine(pg_version), "settings": {**settings, "pool_size": POOL_SIZE},
             "runs": runs, "paced_by_id": paced, "rss_mb": rss}  # fmt: skip
 
 

@@ -16,11 +16,12 @@ VENV_BIN = Path(sys.executable).parent
 PYTEST = (sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider")
 
 
-def bake(output_dir: Path, **context: Any) -> Path:
-    """Bake with `context` over the defaults; return the project folder."""
+def bake(output_dir: Path, *, template: Path = TEMPLATE, **context: Any) -> Path:
+    """Bake `template` (this one unless told) with `context` over the defaults; return the project
+    folder."""
     extra = {"lock_dependencies": "no", **context}
     project = cookiecutter(
-        str(TEMPLATE), no_input=True, output_dir=str(output_dir), extra_context=extra
+        str(template), no_input=True, output_dir=str(output_dir), extra_context=extra
     )
     return Path(project)
 
@@ -66,8 +67,8 @@ def git(folder: Path, *args: str) -> str:
     return result.stdout.strip()
 
 
-def git_copy_of_template(folder: Path) -> Path:
-    """A git repository holding the template as it is on disk (committed or not), for cruft."""
+def copy_of_template(folder: Path) -> Path:
+    """The template as it is on disk, committed or not, without what git ignores (caches, venv)."""
     files = git(TEMPLATE, "ls-files", "--cached", "--others", "--exclude-standard", "-z").split(
         "\0"
     )
@@ -76,6 +77,12 @@ def git_copy_of_template(folder: Path) -> Path:
         if source.is_file():
             (folder / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, folder / name)
+    return folder
+
+
+def git_copy_of_template(folder: Path) -> Path:
+    """A git repository holding the template as it is on disk (committed or not), for cruft."""
+    copy_of_template(folder)
     git(folder, "init", "-q")
     git(folder, "add", "-A")
     git(folder, "commit", "-qm", "template v1")
