@@ -60,14 +60,15 @@ def test_malformed_etag_lists_do_not_match_the_declared_pattern(value: str) -> N
 def test_if_match_names_the_versions_a_write_may_apply_to(
     header: str | None, versions: list[int] | None
 ) -> None:
-    assert conditional.versions_matching(header, required=False) == versions
+    lines = None if header is None else [header]
+    assert conditional.versions_matching(lines, required=False) == versions
 
 
 def test_a_required_if_match_that_is_missing_is_a_428() -> None:
     with pytest.raises(ProblemError) as raised:
         conditional.versions_matching(None, required=True)
     assert raised.value.status == 428
-    assert conditional.versions_matching("*", required=True) is None
+    assert conditional.versions_matching(["*"], required=True) is None
 
 
 @pytest.mark.parametrize(
@@ -83,7 +84,26 @@ def test_a_required_if_match_that_is_missing_is_a_428() -> None:
     ],
 )
 def test_if_none_match_uses_weak_comparison(header: str | None, modified: bool) -> None:
-    assert conditional.none_match(header, '"3"') is modified
+    assert conditional.none_match(None if header is None else [header], '"3"') is modified
+
+
+def test_a_header_on_several_lines_is_one_list() -> None:
+    assert conditional.versions_matching(['"1"', '"2", "3"'], required=False) == [1, 2, 3]
+    assert conditional.versions_matching(['"1"', "*"], required=False) is None
+    assert conditional.none_match(['"1"', 'W/"3"'], '"3"') is False
+
+
+async def test_if_match_repeated_on_two_lines_names_the_versions_of_both(
+    client: httpx.AsyncClient,
+) -> None:
+    created = await create(client)
+    path = f"{BASE}/{created['id']}"
+    # The current version ("1") only on the second line: read alone, the first line is stale.
+    headers = [("if-match", '"7"'), ("if-match", '"1"')]
+    response = await client.patch(path, json={"quantity": 2}, headers=headers)
+    assert response.status_code == 200, response.text
+    not_modified = await client.get(path, headers=[("if-none-match", '"9"'), ("if-none-match", '"2"')])
+    assert not_modified.status_code == 304
 
 
 async def test_delete_with_a_stale_if_match_is_412_and_deletes_nothing(
@@ -205,7 +225,8 @@ async def test_if_match_pattern_and_statuses_are_in_the_openapi_document(
     item = schema["paths"][BASE + "/{{ '{' }}{{ cookiecutter.resource }}_id{{ '}' }}"]
     for method in ("patch", "delete"):
         header = next(p for p in item[method]["parameters"] if p["name"] == "if-match")
-        assert header["schema"]["pattern"] == conditional.IF_MATCH_PATTERN
+        assert header["schema"]["type"] == "array"  # one list, on one line or several
+        assert header["schema"]["items"]["pattern"] == conditional.IF_MATCH_PATTERN
         assert header["required"] is False
         assert {"412", "428"} <= item[method]["responses"].keys()
     assert "304" in item["get"]["responses"]

@@ -3,7 +3,8 @@
 The service's ETag is the row version in quotes, `"3"`, always strong. The header syntax is
 declared on the route parameters (`IF_MATCH_PATTERN`, `IF_NONE_MATCH_PATTERN`) so that the OpenAPI
 document says exactly what is accepted and FastAPI refuses the rest; this module only decides what a
-well-formed header means.
+well-formed header means. Each is declared as a list of lines: a header repeated on several lines
+is one comma-separated list (RFC 9110 5.3), read whole, as a proxy combining them would pass it.
 """
 
 import re
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import Header
+from pydantic import StringConstraints
 
 from .numbers import INT64_MAX
 from .problems import ProblemError
@@ -25,21 +27,21 @@ IF_NONE_MATCH_PATTERN = IF_MATCH_PATTERN
 MAX_HEADER_LENGTH = 1024
 
 IfMatch = Annotated[
-    str | None,
+    list[Annotated[str, StringConstraints(pattern=IF_MATCH_PATTERN, max_length=MAX_HEADER_LENGTH)]]
+    | None,
     Header(
-        pattern=IF_MATCH_PATTERN,
-        max_length=MAX_HEADER_LENGTH,
-        examples=['"1"', '"1", "2"', "*"],
+        examples=[['"1"'], ['"1", "2"'], ["*"]],
         description='ETags of the versions this write may change, e.g. "3" or "3", "4"; or *. '
         "Strong comparison: a weak tag (W/) never matches. None current: 412.",
     ),
 ]
 IfNoneMatch = Annotated[
-    str | None,
+    list[
+        Annotated[str, StringConstraints(pattern=IF_NONE_MATCH_PATTERN, max_length=MAX_HEADER_LENGTH)]
+    ]
+    | None,
     Header(
-        pattern=IF_NONE_MATCH_PATTERN,
-        max_length=MAX_HEADER_LENGTH,
-        examples=['"1"', 'W/"1", "2"', "*"],
+        examples=[['"1"'], ['W/"1", "2"'], ["*"]],
         description='ETags the client holds, e.g. "3"; 304 Not Modified when one is current.',
     ),
 ]
@@ -57,12 +59,15 @@ class EntityTags:
     tags: tuple[tuple[bool, str], ...] = ()
 
 
-def parse(value: str) -> EntityTags:
-    """Parse a value already checked against IF_MATCH_PATTERN."""
-    if value.strip(" \t") == "*":
+def parse(lines: list[str]) -> EntityTags:
+    """Parse the lines of one header, each already checked against IF_MATCH_PATTERN."""
+    if any(line.strip(" \t") == "*" for line in lines):
         return EntityTags(any=True)
     return EntityTags(
-        any=False, tags=tuple((weak == "W/", opaque) for weak, opaque in _ONE_ETAG.findall(value))
+        any=False,
+        tags=tuple(
+            (weak == "W/", opaque) for line in lines for weak, opaque in _ONE_ETAG.findall(line)
+        ),
     )
 
 
@@ -77,7 +82,7 @@ def _version(opaque: str) -> int | None:
     return version if version <= INT64_MAX else None
 
 
-def versions_matching(if_match: str | None, *, required: bool) -> list[int] | None:
+def versions_matching(if_match: list[str] | None, *, required: bool) -> list[int] | None:
     """The versions a write may apply to: None for no condition (absent or `*`), else the list.
 
     Strong comparison (RFC 9110 13.1.1): a weak tag never matches. A well-formed tag that is not a
@@ -105,7 +110,7 @@ def stale(current: int) -> ProblemError:
     )
 
 
-def none_match(if_none_match: str | None, current: str) -> bool:
+def none_match(if_none_match: list[str] | None, current: str) -> bool:
     """False when If-None-Match names the current ETag (or is `*`): the GET answers 304.
 
     Weak comparison (RFC 9110 13.1.2): W/"3" and "3" both name version 3.

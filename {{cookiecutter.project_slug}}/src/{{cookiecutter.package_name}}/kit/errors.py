@@ -24,6 +24,8 @@ def _field_name(location: tuple[int | str, ...], error_type: str) -> str:
     if error_type == "json_invalid":
         # FastAPI puts the character offset of a JSON error where a field would be: ("body", 28).
         return "body"
+    if location[:1] == ("header",):
+        return str(location[1])  # ("header", "if-match", 0): the header, whichever of its lines
     parts = [str(part) for part in location[1:]] or [str(part) for part in location]
     return ".".join(parts)
 
