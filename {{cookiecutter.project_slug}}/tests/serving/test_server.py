@@ -101,6 +101,13 @@ async def _serving(**limits: object) -> AsyncIterator[int]:
     listener = config.bind_socket()
     listener.listen()
     task = asyncio.create_task(server.serve(sockets=[listener]))
+    # Our own listener holds a connection in its backlog even when the server failed to start:
+    # without this wait, a test would then read an answer that never comes.
+    while not server.started:
+        if task.done():
+            await task  # the reason it stopped
+            raise RuntimeError("the server stopped before it started")
+        await asyncio.sleep(0.01)  # uvicorn.Server offers no event for `started`
     try:
         yield port
     finally:

@@ -1,4 +1,11 @@
-"""Bodies above MAX_BODY_BYTES get a 413 before they are read whole."""
+"""Bodies above MAX_BODY_BYTES get a 413 before they are read whole.
+
+FastAPI now has a limit of its own (`FastAPI(max_body_size=...)`, on Starlette's
+RequestBodyLimitMiddleware). It is not used here because it lacks two tested behaviours of this
+one: it answers text/plain, not problem+json naming the limit (tests/bad_input/test_bodies.py),
+and it answers without draining the refused body, so a client still writing gets a connection
+reset instead of its 413 (tests/serving/middleware/test_body_limit.py).
+"""
 
 import asyncio
 
