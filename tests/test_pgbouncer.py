@@ -181,8 +181,7 @@ def test_service_passes_its_crud_suite_through_pgbouncer_in_transaction_mode(
     before = _transactions_through(pgbouncer_url)
     tests = default_project / "tests"
     suites = [
-        str(path.relative_to(default_project))
-        for path in (tests / "items", tests / "health")
+        str(path.relative_to(default_project)) for path in (tests / "items", tests / "health")
     ]
     result = run(
         default_project, *PYTEST, *suites, DATABASE_URL=pgbouncer_url, STATEMENT_CACHE_SIZE="0",
