@@ -3,8 +3,9 @@
 `<!-- options-reference -->` becomes the table of cookiecutter.json options,
 `<!-- settings-reference -->` the table of the generated service's Settings class (of a bake with
 each `auth` value: a setting that only some bring says which), and
-`<!-- baked: PATH -->` the file PATH of a project baked with the default options (the pages a
-generated project carries itself, such as its deployment guide, are shown as users get them), and
+`<!-- baked: PATH -->` the file PATH of a project baked with the default options (the guides a
+generated project carries itself, under its docs/, are shown as users get them, with a note
+saying where they live; their text exists only there), and
 `<!-- include: PATH -->` a file of this repository, such as a table a benchmark wrote.
 """
 
@@ -106,10 +107,21 @@ def baked_project(auth: str = "none") -> Path:
 
 
 def _baked_file(match: re.Match[str]) -> str:
-    path = baked_project() / match.group(1)
+    name = match.group(1)
+    path = baked_project() / name
     if not path.is_file():
-        raise PluginError(f"a baked project has no {match.group(1)}")
-    return path.read_text()
+        raise PluginError(f"a baked project has no {name}")
+    text = path.read_text()
+    if not name.startswith("docs/"):
+        return text
+    title, _, body = text.partition("\n")
+    note = (
+        '!!! note "Shipped in every generated project"\n'
+        f"    Every baked project carries this guide as `{name}`, in its own names; shown here as a\n"
+        "    project baked with the default options has it. Its source is\n"
+        f"    `{{{{cookiecutter.project_slug}}}}/{name}` in this repository.\n"
+    )
+    return f"{title}\n\n{note}{body}"
 
 
 def _repository_file(match: re.Match[str]) -> str:
