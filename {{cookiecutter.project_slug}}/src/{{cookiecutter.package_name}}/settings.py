@@ -50,7 +50,7 @@ class Settings(EnvironmentThenSecretFiles):
     )
 
     # The server (python -m): admission by requests in flight, a cap on sockets, and time and size
-    # limits on every connection, so that no client can hold a pod (see server.py).
+    # limits on every connection, so that no client can hold a pod (see serving/server.py).
     max_in_flight: int = Field(
         64,
         ge=1,

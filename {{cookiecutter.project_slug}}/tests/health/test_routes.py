@@ -1,4 +1,4 @@
-"""health.py: /healthz answers while the process runs, /readyz while the database answers."""
+"""health/routes.py: /healthz answers while the process runs, /readyz while the database answers."""
 
 import httpx
 

@@ -1,5 +1,5 @@
 """observability/metrics.py: Prometheus text with route templates, pool, loop lag and process
-metrics (served on METRICS_PORT: test_metrics_listener.py)."""
+metrics (served on METRICS_PORT: tests/serving/test_metrics_listener.py)."""
 
 import re
 from collections.abc import AsyncIterator

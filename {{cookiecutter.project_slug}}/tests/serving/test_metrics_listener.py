@@ -1,4 +1,4 @@
-"""observability/metrics_listener.py: /metrics on METRICS_PORT by a listener of its own, never on
+"""serving/metrics_listener.py: /metrics on METRICS_PORT by a listener of its own, never on
 the traffic port."""
 
 import httpx

@@ -8,8 +8,9 @@ COLUMNS = "id, name, description, price_cents, quantity, created_at, updated_at,
 
 # Reads and writes answer with the JSON body built by PostgreSQL (`row_to_json(...)::text`),
 # passed through as bytes: no record decoding, no dict, no encoder in Python. CPU per request
-# (bench/hotpaths.py, median us: response_model / orjson / PostgreSQL JSON): by-id 61/52/49,
-# create 51-74/62-75/59-64, patch 55-70/53-65/54-56 (ties within noise), page 244/169/67.
+# (the template's hot-path benchmark, median us: response_model / orjson / PostgreSQL JSON):
+# by-id 61/52/49, create 51-74/62-75/59-64, patch 55-70/53-65/54-56 (ties within noise), page
+# 244/169/67.
 INSERT = f"""
     WITH new AS (
         INSERT INTO {{ cookiecutter.resource_plural }} (name, description, price_cents, quantity)

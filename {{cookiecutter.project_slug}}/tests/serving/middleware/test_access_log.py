@@ -1,5 +1,5 @@
-"""middleware/access_log.py: one structured line per request, sampled; around a five-line inline
-app in the edge middleware, then in the log of the served process."""
+"""middleware/edge/access_log.py: one structured line per request, sampled; around a five-line
+inline app in the edge middleware, then in the log of the served process."""
 
 import json
 from collections.abc import MutableMapping

@@ -1,4 +1,5 @@
-"""The edge middleware (middleware/edge.py): around small inline ASGI apps, then around the app."""
+"""The edge middleware (middleware/edge/__init__.py): around small inline ASGI apps, then around
+the app."""
 
 from collections.abc import MutableMapping
 from typing import Any

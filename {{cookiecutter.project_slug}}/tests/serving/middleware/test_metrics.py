@@ -1,5 +1,6 @@
-"""middleware/metrics.py: every request counted and timed by method, route template and status,
-and counted in flight while it runs; around five-line inline apps in the edge middleware."""
+"""middleware/edge/request_metrics.py: every request counted and timed by method, route template
+and status, and counted in flight while it runs; around five-line inline apps in the edge
+middleware."""
 
 import httpx
 from starlette.types import Receive, Scope, Send

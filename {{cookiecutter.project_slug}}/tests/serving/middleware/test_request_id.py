@@ -1,5 +1,5 @@
-"""middleware/request_id.py: an X-Request-ID is kept only from a trusted proxy and only when well
-formed; around a five-line inline app in the edge middleware, then end to end."""
+"""middleware/edge/request_id.py: an X-Request-ID is kept only from a trusted proxy and only when
+well formed; around a five-line inline app in the edge middleware, then end to end."""
 
 from pathlib import Path
 

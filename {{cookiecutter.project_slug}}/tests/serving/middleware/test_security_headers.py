@@ -1,5 +1,5 @@
-"""middleware/security_headers.py: the headers a JSON API sends, around a five-line inline app,
-then on the service's own answers."""
+"""middleware/edge/security_headers.py: the headers a JSON API sends, around a five-line inline
+app, then on the service's own answers."""
 
 import httpx
 import pytest

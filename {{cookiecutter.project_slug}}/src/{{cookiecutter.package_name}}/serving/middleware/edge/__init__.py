@@ -3,7 +3,7 @@ echoed back, the security headers, a problem+json 500 for an exception no handle
 metrics and one access-log line.
 
 One layer instead of five: one `send` wrapper and one try/finally per request instead of five
-of each (`make bench` in the template repository: docs/performance.md there). Each concern stays
+of each (measured by the template's `make bench`). Each concern stays
 in a module of its own in this package; this one only puts them in order.
 
 An unhandled exception is answered here, not by Starlette's outermost ServerErrorMiddleware:

@@ -1,5 +1,5 @@
-"""X-Request-ID: keep the one a trusted proxy sends or make one; the edge middleware (edge.py)
-binds it to every log line of the request and echoes it back.
+"""X-Request-ID: keep the one a trusted proxy sends or make one; the edge middleware
+(edge/__init__.py) binds it to every log line of the request and echoes it back.
 
 An id from anyone else is not trusted (a client could make its requests look like another's in
 the logs, or collide with them): a fresh one is issued, and the client's, when well formed, is

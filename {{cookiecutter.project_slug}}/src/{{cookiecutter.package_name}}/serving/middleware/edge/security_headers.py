@@ -1,4 +1,5 @@
-"""Security headers for a JSON API, added to every response by the edge middleware (edge.py).
+"""Security headers for a JSON API, added to every response by the edge middleware
+(edge/__init__.py).
 
 The set follows the OWASP REST Security Cheat Sheet: a JSON API never needs to be framed, sniffed,
 cached by shared caches or allowed to load anything. The interactive docs pages load Swagger UI
