@@ -117,8 +117,8 @@ def _baked_file(match: re.Match[str]) -> str:
     title, _, body = text.partition("\n")
     note = (
         '!!! note "Shipped in every generated project"\n'
-        f"    Every baked project carries this guide as `{name}`, in its own names; shown here as a\n"
-        "    project baked with the default options has it. Its source is\n"
+        f"    Every baked project carries this guide as `{name}`, in its own names; shown\n"
+        "    here as a project baked with the default options has it. Its source is\n"
         f"    `{{{{cookiecutter.project_slug}}}}/{name}` in this repository.\n"
     )
     return f"{title}\n\n{note}{body}"
