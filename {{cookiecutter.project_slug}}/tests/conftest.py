@@ -33,8 +33,8 @@ from loadtest.service import wait_until_healthy
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from {{ cookiecutter.package_name }}.kit.state import STATE_KEY, ServiceState
-from {{ cookiecutter.package_name }}.serving.app import create_app
 from {{ cookiecutter.package_name }}.observability.metrics import Metrics
+from {{ cookiecutter.package_name }}.serving.app import create_app
 from {{ cookiecutter.package_name }}.settings import Settings
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]

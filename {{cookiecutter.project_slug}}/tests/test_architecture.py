@@ -50,7 +50,7 @@ def _unit(module: str) -> str:
 
 def _floor(unit: str) -> int:
     for index, floor in enumerate(FLOORS):
-        if floor is None and unit in RESOURCES or floor is not None and unit in floor:
+        if (floor is None and unit in RESOURCES) or (floor is not None and unit in floor):
             return index
     raise AssertionError(f"{unit} is on no floor")
 

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 import {{ cookiecutter.package_name }}
-from {{ cookiecutter.package_name }}.serving.app import create_app
 from {{ cookiecutter.package_name }}.db import Database
+from {{ cookiecutter.package_name }}.serving.app import create_app
 from {{ cookiecutter.package_name }}.settings import Settings
 
 from .conftest import lifespan

@@ -7,7 +7,6 @@ from collections.abc import AsyncIterator
 import httpx
 import orjson
 import pytest
-from fastapi import FastAPI
 
 from {{ cookiecutter.package_name }}.settings import Settings
 

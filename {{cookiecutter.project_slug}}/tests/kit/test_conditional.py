@@ -12,8 +12,8 @@ import httpx
 import pytest
 
 from {{ cookiecutter.package_name }}.kit import conditional
-from {{ cookiecutter.package_name }}.serving.app import create_app
 from {{ cookiecutter.package_name }}.kit.problems import ProblemError
+from {{ cookiecutter.package_name }}.serving.app import create_app
 from {{ cookiecutter.package_name }}.settings import Settings
 
 from ..conftest import BASE, PROBLEM, assert_problem, create, started
@@ -102,7 +102,9 @@ async def test_if_match_repeated_on_two_lines_names_the_versions_of_both(
     headers = [("if-match", '"7"'), ("if-match", '"1"')]
     response = await client.patch(path, json={"quantity": 2}, headers=headers)
     assert response.status_code == 200, response.text
-    not_modified = await client.get(path, headers=[("if-none-match", '"9"'), ("if-none-match", '"2"')])
+    not_modified = await client.get(
+        path, headers=[("if-none-match", '"9"'), ("if-none-match", '"2"')]
+    )
     assert not_modified.status_code == 304
 
 

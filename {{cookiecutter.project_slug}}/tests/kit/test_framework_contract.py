@@ -58,7 +58,8 @@ def _choices(settings: Settings) -> list[HandlerChoice]:
 
 
 @pytest.mark.parametrize(
-    "internal", [*internals.ROUTE_HANDLER, *internals.PARAM_READER, internals.ITER_ROUTE_CONTEXTS],
+    "internal",
+    [*internals.ROUTE_HANDLER, *internals.PARAM_READER, internals.ITER_ROUTE_CONTEXTS],
     ids=lambda internal: internal.qualname,
 )
 def test_each_fastapi_internal_has_the_shape_the_kit_uses(internal: internals.Internal) -> None:
@@ -144,7 +145,9 @@ async def test_a_mount_built_without_fastapis_inclusion_context_runs_fastapis_ha
         await _assert_guarded_and_serving(client)
 
 
-@pytest.mark.parametrize("name", [name for name, called in ROUTE_HANDLER.items() if called.parameters])
+@pytest.mark.parametrize(
+    "name", [name for name, called in ROUTE_HANDLER.items() if called.parameters]
+)
 async def test_a_handler_internal_that_takes_other_arguments_is_not_used(
     name: str, monkeypatch: pytest.MonkeyPatch, settings: Settings
 ) -> None:
@@ -162,7 +165,9 @@ async def test_without_a_reader_internal_parameters_are_read_by_fastapis_reader(
     choices = _choices(settings)
     assert all(choice.fast for choice in choices)
     # The probes and POST read no path, query or header parameter; every other route reads some.
-    resource = [choice for choice in choices if BASE in choice.path and "POST" not in choice.methods]
+    resource = [
+        choice for choice in choices if BASE in choice.path and "POST" not in choice.methods
+    ]
     assert resource
     assert not any(choice.planned_readers for choice in resource)
     async with _guarded(settings, auth_headers) as client:
@@ -172,7 +177,9 @@ async def test_without_a_reader_internal_parameters_are_read_by_fastapis_reader(
 async def test_a_dependant_with_a_field_the_kit_does_not_know_solves_every_dependency(
     monkeypatch: pytest.MonkeyPatch, settings: Settings, auth_headers: dict[str, str]
 ) -> None:
-    monkeypatch.setattr(internals, "KNOWN_DEPENDANT_FIELDS", internals.KNOWN_DEPENDANT_FIELDS - {"use_cache"})
+    monkeypatch.setattr(
+        internals, "KNOWN_DEPENDANT_FIELDS", internals.KNOWN_DEPENDANT_FIELDS - {"use_cache"}
+    )
     assert not any(choice.planned_dependencies for choice in _choices(settings))
     async with _guarded(settings, auth_headers) as client:
         await _assert_guarded_and_serving(client)
@@ -219,7 +226,9 @@ async def test_dependency_overrides_replace_the_database_a_route_sees(
     assert stand_in.leases == 1
 
 
-async def test_dependencies_at_route_router_include_and_app_level_all_run(settings: Settings) -> None:
+async def test_dependencies_at_route_router_include_and_app_level_all_run(
+    settings: Settings,
+) -> None:
     ran: list[str] = []
 
     def recorder(level: str) -> Any:

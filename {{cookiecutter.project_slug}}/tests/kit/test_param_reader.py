@@ -18,8 +18,8 @@ from fastapi import FastAPI
 from fastapi.dependencies.utils import solve_dependencies
 from fastapi.routing import APIRoute
 
-from {{ cookiecutter.package_name }}.serving.app import create_app
 from {{ cookiecutter.package_name }}.kit.routing import FastRoute
+from {{ cookiecutter.package_name }}.serving.app import create_app
 from {{ cookiecutter.package_name }}.settings import Settings
 
 from ..conftest import in_process_client, lifespan

@@ -10,12 +10,12 @@ import pytest
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Request, Response
 from fastapi.dependencies.utils import solve_dependencies
 
-from {{ cookiecutter.package_name }}.serving.app import create_app
-from {{ cookiecutter.package_name }}.kit.errors import install_error_handlers
 from {{ cookiecutter.package_name }}.{{ cookiecutter.resource_plural }} import routes
 from {{ cookiecutter.package_name }}.kit import state
+from {{ cookiecutter.package_name }}.kit.errors import install_error_handlers
 from {{ cookiecutter.package_name }}.kit.routing import FastRoute
 from {{ cookiecutter.package_name }}.observability.metrics import Metrics
+from {{ cookiecutter.package_name }}.serving.app import create_app
 from {{ cookiecutter.package_name }}.settings import Settings
 
 from ..conftest import count_rows, lifespan, started

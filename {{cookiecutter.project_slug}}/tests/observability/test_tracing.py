@@ -15,8 +15,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
-from {{ cookiecutter.package_name }}.serving.app import create_app
 from {{ cookiecutter.package_name }}.observability.tracing import Tracing
+from {{ cookiecutter.package_name }}.serving.app import create_app
 from {{ cookiecutter.package_name }}.settings import Settings
 
 from ..conftest import serve, started

@@ -34,7 +34,9 @@ def _settings_that_load(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("APP_ENV", "dev")
 
 
-@pytest.mark.parametrize("method", [*uvicorn_internals.PROTOCOL_METHODS, "_unset_keepalive_if_required"])
+@pytest.mark.parametrize(
+    "method", [*uvicorn_internals.PROTOCOL_METHODS, "_unset_keepalive_if_required"]
+)
 def test_without_a_protocol_method_the_service_refuses_to_start_naming_it(
     method: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -103,7 +105,9 @@ class _Transport(asyncio.Transport):
 
 
 async def _ok(scope: Scope, receive: Receive, send: Send) -> None:
-    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]})
+    await send(
+        {"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]}
+    )
     await send({"type": "http.response.body", "body": b"ok"})
 
 
@@ -111,10 +115,14 @@ def _protocol(settings: Settings) -> Any:
     cls = guarded_protocol(settings)
     config = uvicorn.Config(_ok, http=cls, lifespan="off", log_config=None, timeout_keep_alive=30)
     config.load()
-    return cls(config=config, server_state=ServerState(), app_state={}, _loop=asyncio.get_running_loop())
+    return cls(
+        config=config, server_state=ServerState(), app_state={}, _loop=asyncio.get_running_loop()
+    )
 
 
-async def test_a_head_above_the_limit_gets_431_and_the_connection_closes(settings: Settings) -> None:
+async def test_a_head_above_the_limit_gets_431_and_the_connection_closes(
+    settings: Settings,
+) -> None:
     protocol = _protocol(settings.model_copy(update={"max_request_head_bytes": 1024}))
     transport = _Transport()
     protocol.connection_made(transport)

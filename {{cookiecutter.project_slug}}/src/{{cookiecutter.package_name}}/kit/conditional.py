@@ -37,7 +37,9 @@ IfMatch = Annotated[
 ]
 IfNoneMatch = Annotated[
     list[
-        Annotated[str, StringConstraints(pattern=IF_NONE_MATCH_PATTERN, max_length=MAX_HEADER_LENGTH)]
+        Annotated[
+            str, StringConstraints(pattern=IF_NONE_MATCH_PATTERN, max_length=MAX_HEADER_LENGTH)
+        ]
     ]
     | None,
     Header(

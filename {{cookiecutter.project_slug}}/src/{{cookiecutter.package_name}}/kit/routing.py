@@ -23,9 +23,9 @@ import dataclasses
 import inspect
 import json
 import weakref
-from enum import Enum
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
 import structlog
@@ -329,7 +329,10 @@ class FastRoute(APIRoute):
         reason = _unsupported(route)
         if reason is not None:
             _log_once("route_runs_standard_handler", path=route.path, reason=reason)
-            choice, handler = HandlerChoice(methods, route.path, False, reason, False, False), standard
+            choice, handler = (
+                HandlerChoice(methods, route.path, False, reason, False, False),
+                standard,
+            )
         else:
             handler, readers, dependencies = _fast_handler(route, standard)
             choice = HandlerChoice(methods, route.path, True, None, readers, dependencies)

@@ -29,6 +29,7 @@ from structlog.contextvars import bind_contextvars, reset_contextvars
 
 from ..settings import Settings
 
+
 def _sampler(settings: Settings) -> Sampler:
     ratio = TraceIdRatioBased(settings.otel_traces_sampler_arg)
     root = {"always_on": ALWAYS_ON, "always_off": ALWAYS_OFF}.get(

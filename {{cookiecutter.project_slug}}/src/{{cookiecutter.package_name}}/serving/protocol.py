@@ -147,5 +147,3 @@ def guarded_protocol(settings: Settings) -> type[GuardedHttpToolsProtocol]:
             "max_headers": settings.max_request_headers,
         },
     )
-
-

@@ -11,8 +11,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from structlog.contextvars import merge_contextvars
 from structlog.testing import capture_logs
 
-from {{ cookiecutter.package_name }}.serving.middleware.edge import access_log
 from {{ cookiecutter.package_name }}.serving.middleware import edge as edge_module
+from {{ cookiecutter.package_name }}.serving.middleware.edge import access_log
 
 ROUTE = "/things/{thing_id}"
 

@@ -9,11 +9,10 @@ from typing import Any
 import httpx
 import pytest
 
-from {{ cookiecutter.package_name }}.serving.middleware.edge import access_log
-from {{ cookiecutter.package_name }}.serving.middleware.edge.access_log import AccessLog
-from {{ cookiecutter.package_name }}.serving.middleware.edge import EdgeMiddleware
-from {{ cookiecutter.package_name }}.serving.middleware.edge.request_metrics import RequestMetrics
 from {{ cookiecutter.package_name }}.observability.metrics import Metrics
+from {{ cookiecutter.package_name }}.serving.middleware.edge import EdgeMiddleware, access_log
+from {{ cookiecutter.package_name }}.serving.middleware.edge.access_log import AccessLog
+from {{ cookiecutter.package_name }}.serving.middleware.edge.request_metrics import RequestMetrics
 
 from ...conftest import BASE, in_process_client, serve
 from .conftest import ROUTE, answering

@@ -6,8 +6,8 @@ import httpx
 import pytest
 from starlette.types import Receive, Scope, Send
 
-from {{ cookiecutter.package_name }}.serving.middleware.admission import AdmissionMiddleware
 from {{ cookiecutter.package_name }}.observability.metrics import Metrics
+from {{ cookiecutter.package_name }}.serving.middleware.admission import AdmissionMiddleware
 
 from ...conftest import in_process_client
 

@@ -10,11 +10,11 @@ from fastapi import FastAPI
 from starlette.types import Message, Receive, Scope, Send
 
 from {{ cookiecutter.package_name }}.{{ cookiecutter.resource_plural }} import repository
-from {{ cookiecutter.package_name }}.serving.middleware.edge.access_log import AccessLog
-from {{ cookiecutter.package_name }}.serving.middleware.edge import EdgeMiddleware
-from {{ cookiecutter.package_name }}.serving.middleware.edge.request_metrics import RequestMetrics
-from {{ cookiecutter.package_name }}.serving.middleware.edge.request_id import TrustedPeers
 from {{ cookiecutter.package_name }}.observability.metrics import Metrics
+from {{ cookiecutter.package_name }}.serving.middleware.edge import EdgeMiddleware
+from {{ cookiecutter.package_name }}.serving.middleware.edge.access_log import AccessLog
+from {{ cookiecutter.package_name }}.serving.middleware.edge.request_id import TrustedPeers
+from {{ cookiecutter.package_name }}.serving.middleware.edge.request_metrics import RequestMetrics
 
 from ...conftest import in_process_client
 

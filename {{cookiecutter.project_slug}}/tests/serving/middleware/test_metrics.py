@@ -3,11 +3,10 @@ and status, and counted in flight while it runs; around five-line inline apps in
 middleware."""
 
 import httpx
-from starlette.types import Receive, Scope, Send
 
+from {{ cookiecutter.package_name }}.observability.metrics import Metrics
 from {{ cookiecutter.package_name }}.serving.middleware.edge import EdgeMiddleware
 from {{ cookiecutter.package_name }}.serving.middleware.edge.request_metrics import RequestMetrics
-from {{ cookiecutter.package_name }}.observability.metrics import Metrics
 
 from ...conftest import in_process_client
 from .conftest import ROUTE, answering

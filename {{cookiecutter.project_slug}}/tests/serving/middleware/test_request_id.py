@@ -8,11 +8,11 @@ import pytest
 from starlette.types import Message, Receive, Scope, Send
 from structlog.contextvars import get_contextvars
 
+from {{ cookiecutter.package_name }}.observability.metrics import Metrics
 from {{ cookiecutter.package_name }}.serving.app import create_app
 from {{ cookiecutter.package_name }}.serving.middleware.edge import EdgeMiddleware
-from {{ cookiecutter.package_name }}.serving.middleware.edge.request_metrics import RequestMetrics
 from {{ cookiecutter.package_name }}.serving.middleware.edge.request_id import TrustedPeers
-from {{ cookiecutter.package_name }}.observability.metrics import Metrics
+from {{ cookiecutter.package_name }}.serving.middleware.edge.request_metrics import RequestMetrics
 from {{ cookiecutter.package_name }}.settings import Settings
 
 

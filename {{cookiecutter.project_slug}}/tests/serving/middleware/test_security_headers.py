@@ -6,9 +6,9 @@ import pytest
 from fastapi import FastAPI
 from starlette.types import Receive, Scope, Send
 
+from {{ cookiecutter.package_name }}.observability.metrics import Metrics
 from {{ cookiecutter.package_name }}.serving.middleware.edge import EdgeMiddleware
 from {{ cookiecutter.package_name }}.serving.middleware.edge.request_metrics import RequestMetrics
-from {{ cookiecutter.package_name }}.observability.metrics import Metrics
 
 from ...conftest import BASE, in_process_client
 

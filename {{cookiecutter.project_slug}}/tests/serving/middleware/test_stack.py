@@ -6,9 +6,9 @@ from typing import Any
 import httpx
 import pytest
 
+from {{ cookiecutter.package_name }}.observability.metrics import Metrics
 from {{ cookiecutter.package_name }}.serving.app import create_app
 from {{ cookiecutter.package_name }}.serving.middleware import middleware_stack
-from {{ cookiecutter.package_name }}.observability.metrics import Metrics
 from {{ cookiecutter.package_name }}.settings import Settings
 
 from ...conftest import started

@@ -19,8 +19,8 @@ from structlog.contextvars import bind_contextvars, reset_contextvars
 
 from ....kit.problems import problem
 from .access_log import AccessLog, route_template
-from .request_metrics import RequestMetrics
 from .request_id import HEADER, TrustedPeers, request_id
+from .request_metrics import RequestMetrics
 from .security_headers import security_headers
 
 logger = structlog.get_logger(__name__)
