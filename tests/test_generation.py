@@ -75,6 +75,22 @@ def test_variant_uses_its_names(variant: tuple[Path, dict[str, Any]]) -> None:
     assert f"CREATE TABLE {plural} (" in migration
 
 
+def test_variant_writes_its_resource_with_the_right_article(
+    variant: tuple[Path, dict[str, Any]],
+) -> None:
+    project, context = variant
+    resource = context.get("resource", "item").replace("_", " ")
+    wrong = "a" if resource[0] in "aeio" else "an"
+    found = [
+        f"{path.relative_to(project)}: {line.strip()}"
+        for path in project.rglob("*")
+        if path.is_file() and path.suffix in {".py", ".md"}
+        for line in path.read_text().splitlines()
+        if re.search(rf"\b{wrong} {context.get('resource', 'item')}\b", line, re.IGNORECASE)
+    ]
+    assert found == []
+
+
 def test_variant_carries_only_the_auth_modules_of_its_option(
     variant: tuple[Path, dict[str, Any]],
 ) -> None:

@@ -1,5 +1,5 @@
 {% if cookiecutter.auth == "none" -%}
-"""`helm test`: /readyz, then one create-read-delete round trip of a {{ cookiecutter.resource }}.
+"""`helm test`: /readyz, then one create-read-delete round trip of {{ cookiecutter.__resource_article }} {{ cookiecutter.resource }}.
 {%- else -%}
 """`helm test`: /readyz, then the {{ cookiecutter.resource_plural }} refuse a read and a write that carry no credentials.
 
