@@ -145,7 +145,11 @@ def _upstream(first: str) -> bool:
     if not first.isidentifier() or first in FOLDERS:
         return False
     spec = importlib.util.find_spec(first)
-    return spec is not None and ROOT not in Path(spec.origin or "/").parents
+    if spec is None:
+        return False
+    origin = Path(spec.origin or "/")
+    # Installed: outside the project, or in a virtualenv inside it (make install's .venv/).
+    return ROOT not in origin.parents or "site-packages" in origin.parts
 
 
 def _defines(path: Path, test: str) -> bool:
