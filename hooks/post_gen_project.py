@@ -5,6 +5,9 @@ import subprocess
 import sys
 
 SLUG = "{{ cookiecutter.project_slug }}"
+RESOURCE = "{{ cookiecutter.resource }}"
+RESOURCE_PLURAL = "{{ cookiecutter.resource_plural }}"
+FIELDS = """{{ cookiecutter.fields }}"""
 # Typed as str: before rendering the two sides are different literals (mypy: comparison-overlap).
 LOCK_OPTION: str = "{{ cookiecutter.lock_dependencies }}"
 LOCK = LOCK_OPTION == "yes"
@@ -40,7 +43,14 @@ def write_chart_readme() -> None:
     subprocess.run([sys.executable, "deploy/helm/chart_readme.py"], check=True)
 
 
+def generate_first_resource() -> None:
+    """The first resource, rendered by the generator `make resource` runs (scaffold/)."""
+    command = [sys.executable, "-m", "scaffold", "add", RESOURCE, RESOURCE_PLURAL, "--fields", FIELDS]
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+
+
 def main() -> int:
+    generate_first_resource()
     format_sources()
     write_chart_readme()
     status = lock_dependencies() if LOCK else "lock_dependencies=no: uv.lock not written"

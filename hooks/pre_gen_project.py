@@ -1,60 +1,26 @@
 """Refuse option sets that would bake a broken project, with one clear line each."""
 
 import keyword
+import os
 import re
 import sys
+from pathlib import Path
 
 SLUG = "{{ cookiecutter.project_slug }}"
 PACKAGE = "{{ cookiecutter.package_name }}"
 RESOURCE = "{{ cookiecutter.resource }}"
 RESOURCE_PLURAL = "{{ cookiecutter.resource_plural }}"
+FIELDS = """{{ cookiecutter.fields }}"""
+# The generator's own rules for names and field specs (one home): the template's copy of it.
+# A template given as a relative path (`cookiecutter .`) is relative to where cookiecutter was
+# started, which the shell's PWD still names; the hook itself runs in the new project's folder.
+_REPO = Path(os.environ.get("PWD", "."), "{{ cookiecutter._repo_dir }}")
+sys.path.insert(0, str(_REPO / "{{ '{{cookiecutter.project_slug}}' }}"))
+
+from scaffold.names import MODULES, SNAKE_CASE, resource_name_problems  # noqa: E402
+from scaffold.spec import SpecError, parse  # noqa: E402
 
 SLUG_PATTERN = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
-SNAKE_CASE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
-# Names that would shadow a module of the generated service, the standard library or SQL.
-RESERVED = {
-    "app",
-    "settings",
-    "db",
-    "errors",
-    "responses",
-    "health",
-    "observability",
-    "devdb",
-    "tests",
-    "migrations",
-    "loadtest",
-    "test",
-    "metrics",
-    "healthz",
-    "readyz",
-    "docs",
-    "openapi",
-    "select",
-    "table",
-    "user",
-    "order",
-    "group",
-    "limit",
-    "offset",
-    "where",
-    "asyncpg",
-    "fastapi",
-    "pydantic",
-    "uvicorn",
-    "structlog",
-    "alembic",
-    "typing",
-    "json",
-    "asyncio",
-    "logging",
-    "http",
-    "email",
-    "string",
-    "types",
-    "time",
-    "random",
-}
 
 
 def problems() -> list[str]:
@@ -64,19 +30,17 @@ def problems() -> list[str]:
             f"project_slug {SLUG!r} is not a valid name: use lowercase letters, digits and "
             "single hyphens, starting with a letter (e.g. 'inventory-service')"
         )
-    if not PACKAGE.isidentifier() or keyword.iskeyword(PACKAGE) or not SNAKE_CASE.match(PACKAGE):
+    if not PACKAGE.isidentifier() or keyword.iskeyword(PACKAGE) or not SNAKE_CASE.fullmatch(PACKAGE):
         found.append(f"package_name {PACKAGE!r} is not a lowercase Python identifier")
-    elif PACKAGE in RESERVED or PACKAGE in sys.stdlib_module_names:
+    elif PACKAGE in MODULES or PACKAGE in sys.stdlib_module_names:
         found.append(f"package_name {PACKAGE!r} is a reserved word: it would shadow a module")
-    for option, value in (("resource", RESOURCE), ("resource_plural", RESOURCE_PLURAL)):
-        if not SNAKE_CASE.match(value):
-            found.append(f"{option} {value!r} is not snake_case (e.g. 'line_item')")
-        elif keyword.iskeyword(value) or value in RESERVED or value in sys.stdlib_module_names:
-            found.append(f"{option} {value!r} is a reserved word: pick another name")
-    if RESOURCE == RESOURCE_PLURAL:
-        found.append(f"resource_plural {RESOURCE_PLURAL!r} must differ from resource")
+    found += resource_name_problems(RESOURCE, RESOURCE_PLURAL)
     if RESOURCE_PLURAL == PACKAGE:
         found.append(f"resource_plural {RESOURCE_PLURAL!r} must differ from package_name")
+    try:
+        parse(FIELDS)
+    except SpecError as error:
+        found.append(f"fields: {error}")
     return found
 
 

@@ -15,10 +15,30 @@ from ..db import Connection, Database, Record
 from .auth import READ, WRITE
 {%- endif %}
 from .conditional import IfMatch, IfNoneMatch, etag, none_match, stale, versions_matching
+from .fields import (
+    BigInt,
+    Bool,
+    Date,
+    FieldType,
+    Int,
+    Money,
+    OneOf,
+    Str,
+    Text,
+    Timestamp,
+    Unique,
+    Uuid,
+    field_type,
+    is_unique,
+)
+from .models import Declared, Page, Stored, changes_of
 from .numbers import INT64_MAX, INT64_MIN, JSON_EXACT_INTEGER
+from .url_params import PageAfter, PageLimit, RowId
 from .problems import RETRY_AFTER_SECONDS, ProblemError, problem, retry_shortly
+from .resource import Resource
 from .responses import JSONBytesResponse
 from .routing import FastRoute, resource_router
+from .rows import not_found, refusal, row_etag, row_response
 from .state import DatabaseDep, SettingsDep
 {%- if cookiecutter.auth == "none" %}
 
@@ -35,21 +55,47 @@ __all__ = [
     "READ",
     "RETRY_AFTER_SECONDS",
     "WRITE",
+    "BigInt",
+    "Bool",
     "Connection",
     "Database",
     "DatabaseDep",
+    "Date",
+    "Declared",
     "FastRoute",
+    "FieldType",
     "IfMatch",
     "IfNoneMatch",
+    "Int",
     "JSONBytesResponse",
+    "Money",
+    "OneOf",
+    "Page",
+    "PageAfter",
+    "PageLimit",
     "ProblemError",
     "Record",
+    "Resource",
+    "RowId",
     "SettingsDep",
+    "Stored",
+    "Str",
+    "Text",
+    "Timestamp",
+    "Unique",
+    "Uuid",
+    "changes_of",
     "etag",
+    "field_type",
+    "is_unique",
     "none_match",
+    "not_found",
     "problem",
+    "refusal",
     "resource_router",
     "retry_shortly",
+    "row_etag",
+    "row_response",
     "stale",
     "versions_matching",
 ]

@@ -131,8 +131,26 @@ async def _out_of_range(request: Request, exc: Exception) -> ProblemResponse:
     return problem(422, "A value is outside what the database can store.")
 
 
+def _unique_field(exc: Exception) -> str | None:
+    # A unique field's constraint is named <table>_<field>_key (PostgreSQL's own default name,
+    # written out by the migrations), so the violation names the field.
+    constraint = getattr(exc, "constraint_name", None) or ""
+    table = getattr(exc, "table_name", None) or ""
+    prefix, suffix = f"{table}_", "_key"
+    if not (table and constraint.startswith(prefix) and constraint.endswith(suffix)):
+        return None
+    return constraint.removeprefix(prefix).removesuffix(suffix) or None
+
+
 async def _conflict(request: Request, exc: Exception) -> ProblemResponse:
     # The one place a constraint violation becomes a client-facing answer.
+    field = _unique_field(exc) if isinstance(exc, asyncpg.UniqueViolationError) else None
+    if field is not None:
+        return problem(
+            409,
+            f"{field}: another row already has this value.",
+            errors=[{"field": field, "location": ["body", field], "message": "already taken"}],
+        )
     return problem(409, "The request conflicts with the current state of the resource.")
 
 

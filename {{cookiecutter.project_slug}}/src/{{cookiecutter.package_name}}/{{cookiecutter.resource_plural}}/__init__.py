@@ -1,1 +1,0 @@
-"""The {{ cookiecutter.resource_plural }} resource: routes -> repository -> sql."""
