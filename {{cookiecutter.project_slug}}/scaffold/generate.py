@@ -69,7 +69,7 @@ def _environment() -> jinja2.Environment:
         loader=jinja2.FileSystemLoader(TEMPLATES),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
-        autoescape=False,  # Python, SQL and Markdown, never HTML
+        autoescape=False,  # noqa: S701  # Python, SQL and Markdown, never HTML
     )
 
 
@@ -98,8 +98,10 @@ def _next_revision(root: Path) -> tuple[str, str | None]:
 
 def _write_migration(root: Path, template: str, names: Names, action: str) -> Path:
     revision, down = _next_revision(root)
-    text = _environment().get_template(template).render(
-        r=names, fields=names.fields, revision=revision, down_revision=down
+    text = (
+        _environment()
+        .get_template(template)
+        .render(r=names, fields=names.fields, revision=revision, down_revision=down)
     )
     path = root / VERSIONS / f"{revision}_{action}_{names.plural}.py"
     path.write_text(text)
@@ -109,8 +111,10 @@ def _write_migration(root: Path, template: str, names: Names, action: str) -> Pa
 def _register(root: Path, package: str, plural: str) -> Path:
     path = root / RESOURCES_MODULE.format(package=package)
     lines = path.read_text().splitlines(keepends=True)
-    imports = [i for i, line in enumerate(lines) if line.startswith("from ..")]
-    lines.insert(imports[-1] + 1, f"from ..{plural} import RESOURCE as {plural}\n")
+    # The package's own imports are one sorted block (as ruff keeps it): the new one joins it.
+    block = [i for i, line in enumerate(lines) if line.startswith("from ..")]
+    imports = sorted([*(lines[i] for i in block), f"from ..{plural} import RESOURCE as {plural}\n"])
+    lines[block[0] : block[-1] + 1] = imports
     start = next(i for i, line in enumerate(lines) if line.startswith("RESOURCES"))
     end = next(i for i in range(start, len(lines)) if lines[i].startswith("]"))
     lines.insert(end, f"    {plural},\n")
@@ -135,8 +139,10 @@ def _add_to_readme(root: Path, names: Names) -> Path:
     text = path.read_text()
     if README_END not in text:
         raise GenerateError(f"README.md has no {README_END} line to add the resource before")
-    section = _environment().get_template("readme.md.jinja").render(
-        r=names, fields=names.fields, package=package_of(root)
+    section = (
+        _environment()
+        .get_template("readme.md.jinja")
+        .render(r=names, fields=names.fields, package=package_of(root))
     )
     path.write_text(text.replace(README_END, section + README_END, 1))
     return path

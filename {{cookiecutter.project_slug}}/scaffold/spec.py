@@ -36,17 +36,16 @@ ENUM_VALUE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 # parameter of the routes.
 RESERVED = {"id", "created_at", "updated_at", "version", "after", "limit", "body", "fields"}
 # Words PostgreSQL reserves (SQL key words that cannot name a column unquoted).
-SQL_RESERVED = set(
-    """all analyse analyze and any array as asc asymmetric authorization binary both case cast check
-    collate collation column concurrently constraint create cross current_catalog current_date
-    current_role current_schema current_time current_timestamp current_user default deferrable
-    desc distinct do else end except false fetch for foreign freeze from full grant group having
-    ilike in initially inner intersect into is isnull join lateral leading left like limit
-    localtime localtimestamp natural not notnull null offset on only or order outer overlaps
-    placing primary references returning right select session_user similar some symmetric
-    system_user table tablesample then to trailing true union unique user using variadic verbose
-    when where window with""".split()
-)
+_SQL_RESERVED_WORDS = """all analyse analyze and any array as asc asymmetric authorization binary both case cast
+    check collate collation column concurrently constraint create cross current_catalog
+    current_date current_role current_schema current_time current_timestamp current_user
+    default deferrable desc distinct do else end except false fetch for foreign freeze from
+    full grant group having ilike in initially inner intersect into is isnull join lateral
+    leading left like limit localtime localtimestamp natural not notnull null offset on only or
+    order outer overlaps placing primary references returning right select session_user similar
+    some symmetric system_user table tablesample then to trailing true union unique user using
+    variadic verbose when where window with"""
+SQL_RESERVED = set(_SQL_RESERVED_WORDS.split())
 _FIELD = re.compile(
     r"(?P<name>[^:]+):(?P<type>[a-z]+)(?:\((?P<args>[^)]*)\))?(?P<optional>\?)?"
     r"(?:=(?P<default>[^:]+))?(?P<flags>(?::[a-z]+)*)"
@@ -87,7 +86,9 @@ class Field:
         if self.type == "str":
             return f"Str(max_length={self.max_length})"
         if self.type == "text":
-            length = "" if self.max_length == DEFAULT_TEXT_LENGTH else f"max_length={self.max_length}"
+            length = (
+                "" if self.max_length == DEFAULT_TEXT_LENGTH else f"max_length={self.max_length}"
+            )
             return f"Text({length})"
         if self.type in _INTEGER_TYPES:
             implied = 0 if self.type == "money" else None  # Money() is >= 0 unless told
@@ -197,7 +198,9 @@ class Field:
         if self.type in _INTEGER_TYPES:
             low, high = _INTEGER_TYPES[self.type][2]
             found = [f"{name} >= {self.ge}"] if self.ge is not None and self.ge != low else []
-            return found + ([f"{name} <= {self.le}"] if self.le is not None and self.le != high else [])
+            return found + (
+                [f"{name} <= {self.le}"] if self.le is not None and self.le != high else []
+            )
         return []
 
     @property
@@ -237,7 +240,9 @@ def _check_default(field: Field) -> None:
     if value is None:
         return
     if field.type in ("timestamp", "uuid"):
-        raise SpecError(f"{name}: a {field.type} takes no default; make it optional ({name}:{field.type}?)")
+        raise SpecError(
+            f"{name}: a {field.type} takes no default; make it optional ({name}:{field.type}?)"
+        )
     if field.type == "bool" and value not in ("true", "false"):
         raise SpecError(f"{name}: default {value!r} is not true or false")
     if field.type in _INTEGER_TYPES:
@@ -267,7 +272,12 @@ def parse_field(text: str) -> Field:
     name, type_, args = match.group("name"), match.group("type"), match.group("args")
     if SNAKE_CASE.fullmatch(name) is None:
         raise SpecError(f"{name}: a field name is snake_case (e.g. unit_price)")
-    if keyword.iskeyword(name) or name in RESERVED or name in SQL_RESERVED or name.startswith("model_"):
+    if (
+        keyword.iskeyword(name)
+        or name in RESERVED
+        or name in SQL_RESERVED
+        or name.startswith("model_")
+    ):
         raise SpecError(f"{name}: is a reserved word; pick another name")
     if type_ not in _TYPES:
         raise SpecError(f"{name}: unknown type {type_!r}; one of {', '.join(sorted(_TYPES))}")

@@ -33,13 +33,13 @@ from .fields import (
 )
 from .models import Declared, Page, Stored, changes_of
 from .numbers import INT64_MAX, INT64_MIN, JSON_EXACT_INTEGER
-from .url_params import PageAfter, PageLimit, RowId
 from .problems import RETRY_AFTER_SECONDS, ProblemError, problem, retry_shortly
 from .resource import Resource
 from .responses import JSONBytesResponse
 from .routing import FastRoute, resource_router
 from .rows import not_found, refusal, row_etag, row_response
 from .state import DatabaseDep, SettingsDep
+from .url_params import PageAfter, PageLimit, RowId
 {%- if cookiecutter.auth == "none" %}
 
 # What a read and a write need (auth=none: nothing). Every route declares one of them, so that a

@@ -257,7 +257,9 @@ class Timestamp(FieldType):
 
     def validation(self) -> Iterator[Any]:
         yield Field(strict=False)
-        yield _spelled(_TIMESTAMP, "an RFC 3339 date-time with its offset, e.g. 2026-01-31T12:00:00Z")
+        yield _spelled(
+            _TIMESTAMP, "an RFC 3339 date-time with its offset, e.g. 2026-01-31T12:00:00Z"
+        )
         yield AfterValidator(_in_utc)
 
 

@@ -31,9 +31,7 @@ def _without_default(schema: dict[str, Any]) -> None:
 
 
 class _Changes(BaseModel):
-    model_config = ConfigDict(
-        extra="forbid", strict=True, json_schema_extra={"minProperties": 1}
-    )
+    model_config = ConfigDict(extra="forbid", strict=True, json_schema_extra={"minProperties": 1})
 
     @model_validator(mode="after")
     def _reject_no_change(self) -> Self:
@@ -54,7 +52,7 @@ def changes_of(declared: type[Declared]) -> type[BaseModel]:
         name: (
             # The declared type with its constraints, not widened to None: a null sent for a
             # field that cannot be null is refused by the type itself, naming the field.
-            Annotated[(info.annotation, *info.metadata)],  # type: ignore[valid-type]
+            Annotated[(info.annotation, *info.metadata)],
             Field(default=None, json_schema_extra=_without_default),
         )
         for name, info in declared.model_fields.items()
