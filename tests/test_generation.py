@@ -10,8 +10,20 @@ from typing import Any
 
 import pytest
 
-from .baking import PYTEST, TEMPLATE, bake, run
+from .baking import PYTEST, TEMPLATE, VENV_BIN, bake, run
 
+# A spec with every type of the grammar (scaffold/spec.py), for the first resource of a bake.
+EVERY_TYPE = (
+    "sku:str(32):unique title:str(200) note:text? qty:int(>=0,<=1000)=0 big:bigint(>=-5)?"
+    " price_cents:money active:bool=true kind:enum(retail|wholesale)=retail due:date?"
+    " paid_at:timestamp? ref:uuid?"
+)
+# What a user does next: two resources added with `make resource` (one with a unique field, one
+# with an enum), then the bake's first resource removed with its table.
+AFTER_BAKE = (
+    ("resource", "NAME=order", "FIELDS=code:str(16):unique total_cents:money note:text?"),
+    ("resource", "NAME=ticket", "FIELDS=title:str(120) state:enum(open|closed)=open due:date?"),
+)
 VARIANTS: dict[str, dict[str, Any]] = {
     "default": {},
     "line-items-py312": {
@@ -23,15 +35,26 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "author_name": "Ada Lovelace",
         "author_email": "ada@example.org",
     },
-    "custom-slug-and-package": {
+    "custom-slug-package-every-type-then-resources": {
         "project_name": "Acme Catalog",
         "project_slug": "acme-catalog-api",
         "package_name": "catalog",
         "resource": "product",
         "resource_plural": "products",
+        "fields": EVERY_TYPE,
     },
     "auth-api-key": {"auth": "api_key"},
-    "auth-jwt": {"auth": "jwt", "resource": "order_line", "resource_plural": "order_lines"},
+    "auth-jwt-every-type-then-resources": {
+        "auth": "jwt",
+        "resource": "order_line",
+        "resource_plural": "order_lines",
+        "fields": EVERY_TYPE,
+    },
+}
+# The variants that go on after the bake: AFTER_BAKE, then `make resource-remove` of the first.
+THEN_RESOURCES = {
+    "custom-slug-package-every-type-then-resources",
+    "auth-jwt-every-type-then-resources",
 }
 UNRENDERED = re.compile(r"\{\{\s*cookiecutter|\{%|cookiecutter\.")
 
@@ -41,7 +64,20 @@ def variant(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> tuple[Path, dict[str, Any]]:
     context = VARIANTS[request.param]
-    return bake(tmp_path_factory.mktemp(request.param), **context), context
+    project = bake(tmp_path_factory.mktemp(request.param), **context)
+    if request.param in THEN_RESOURCES:
+        first = context["resource_plural"]
+        for step in (*AFTER_BAKE, ("resource-remove", f"PLURAL={first}")):
+            done = run(project, "make", *step, f"VENV={VENV_BIN.parent}")
+            assert done.returncode == 0, f"make {step}: {done.stdout[-2000:]}{done.stderr[-2000:]}"
+        context = {**context, "resources": ["orders", "tickets"], "removed": first}
+    return project, context
+
+
+def _resources(context: dict[str, Any]) -> list[str]:
+    """The resource folders a variant ends with."""
+    resources: list[str] = context.get("resources", [context.get("resource_plural", "items")])
+    return resources
 
 
 def _package(project: Path) -> str:
@@ -54,7 +90,8 @@ def test_variant_leaves_no_template_marker(variant: tuple[Path, dict[str, Any]])
     leftovers = [
         f"{path.relative_to(project)}: {line.strip()}"
         for path in project.rglob("*")
-        if path.is_file() and path.suffix not in {".png", ".lock"}
+        # The generator's own templates (scaffold/templates/*.jinja) are Jinja by design.
+        if path.is_file() and path.suffix not in {".png", ".lock", ".jinja"}
         for line in path.read_text(errors="replace").splitlines()
         if UNRENDERED.search(line) and "{{" not in line.replace("{{ cookiecutter", "")
     ]
@@ -66,7 +103,9 @@ def test_variant_uses_its_names(variant: tuple[Path, dict[str, Any]]) -> None:
     project, context = variant
     plural = context.get("resource_plural", "items")
     package = context.get("package_name", _package(project))
-    assert (project / "src" / package / plural / "routes.py").is_file()
+    for resource in _resources(context):
+        assert (project / "src" / package / resource / "routes.py").is_file()
+    assert (project / "src" / package / plural).is_dir() == ("removed" not in context)
     pyproject = (project / "pyproject.toml").read_text()
     assert f'requires-python = ">={context.get("python_version", "3.11")}"' in pyproject
     assert context.get("description", "tuned for a 1-core pod") in pyproject
@@ -104,8 +143,8 @@ def test_variant_carries_only_the_auth_modules_of_its_option(
     tests = {path.name for path in (project / "tests").rglob("*.py")}
     assert ("test_auth.py" in tests) == bool(modules)
     # Every route declares what it needs; READ and WRITE guard them in an auth bake (kit/auth.py).
-    routes = (package / context.get("resource_plural", "items") / "routes.py").read_text()
-    assert routes.count("dependencies=") == 5
+    for resource in _resources(context):
+        assert (package / resource / "routes.py").read_text().count("dependencies=") == 5
     face = (package / "kit" / "__init__.py").read_text()
     assert ("from .auth import READ, WRITE" in face) == bool(modules)
 
@@ -170,7 +209,11 @@ def test_locked_bake_installs_and_tests_with_its_own_makefile(
         ({"project_slug": "ok-slug", "package_name": "class"}, "package_name 'class' is not"),
         ({"project_slug": "json"}, "package_name 'json' is a reserved word"),
         ({"resource": "LineItem"}, "resource 'LineItem' is not snake_case"),
-        ({"resource": "order", "resource_plural": "orders"}, "resource 'order' is a reserved word"),
+        ({"resource": "kit", "resource_plural": "kits"}, "resource 'kit' is a reserved word"),
+        ({"resource_plural": "select"}, "resource_plural 'select' is an SQL key word"),
+        ({"fields": "name:str(20) price:float"}, "fields: price: unknown type 'float'"),
+        ({"fields": "id:int"}, "fields: id: is a reserved word"),
+        ({"fields": "qty:int(>=5)=1"}, "fields: qty: default 1 is outside its bounds"),
         ({"resource": "item", "resource_plural": "item"}, "must differ from resource"),
         ({"python_version": "3.9"}, "3.9 provided for choice variable python_version"),
     ],

@@ -1,0 +1,119 @@
+"""scaffold/: the field spec's grammar, what each field becomes, and the names it refuses."""
+
+import shutil
+from pathlib import Path
+
+import pytest
+from scaffold.generate import GenerateError, add_resource, remove_resource
+from scaffold.names import resource_name_problems
+from scaffold.spec import SpecError, parse
+
+ROOT = Path(__file__).resolve().parents[1]
+EVERY_TYPE = (
+    "sku:str(32):unique note:text? body_text:text(500) qty:int(>=0,<=10)=1 big:bigint(>=-5)?"
+    " price:money active:bool=true kind:enum(a|b)=a due:date? at:timestamp? ref:uuid:unique"
+)
+
+
+def test_every_type_becomes_its_annotation_and_its_column() -> None:
+    fields = {field.name: field for field in parse(EVERY_TYPE)}
+    assert fields["sku"].annotation == "Annotated[str, Str(max_length=32), Unique()]"
+    assert fields["sku"].column == "sku varchar(32) NOT NULL CHECK (char_length(sku) >= 1)"
+    assert fields["note"].annotation == "Annotated[str | None, Text()]"
+    assert fields["note"].python_default == "None"
+    assert fields["qty"].column == (
+        "qty integer NOT NULL DEFAULT 1 CHECK (qty >= 0) CHECK (qty <= 10)"
+    )
+    assert fields["big"].annotation == "Annotated[int | None, BigInt(ge=-5)]"
+    assert fields["price"].annotation == "Annotated[int, Money()]"
+    assert fields["price"].column == "price bigint NOT NULL CHECK (price >= 0)"
+    assert fields["active"].python_default == "True"
+    assert fields["kind"].annotation == 'Annotated[Literal["a", "b"], OneOf()]'
+    assert fields["kind"].column == "kind text NOT NULL DEFAULT 'a' CHECK (kind IN ('a', 'b'))"
+    assert fields["at"].sql_type == "timestamptz"
+    assert fields["ref"].annotation == "Annotated[UUID, Uuid(), Unique()]"
+    assert [name for name, field in fields.items() if field.required] == [
+        "sku",
+        "body_text",
+        "price",
+        "ref",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("name:str", "name: str needs its length"),
+        ("id:int", "id: is a reserved word"),
+        ("order:int", "order: is a reserved word"),
+        ("Price:int", "Price: a field name is snake_case"),
+        ("price:float", "price: unknown type 'float'"),
+        ("qty:int(>=5,<=1)", "qty: bounds >=5,<=1 admit no value"),
+        ("qty:int(>=3000000000)", "qty: bound 3000000000 is outside int"),
+        ("qty:int=x", "qty: default 'x' is not an integer"),
+        ("qty:int(>=0)=-1", "qty: default -1 is outside its bounds"),
+        ("shown:bool:unique", "shown: a bool cannot be unique"),
+        ("kind:enum(a|a)", "kind: enum lists a value twice"),
+        ("kind:enum(a|b)=c", "kind: default 'c' is not one of a|b"),
+        ("at:timestamp=now", "at: a timestamp takes no default"),
+        ("sku:str(8):indexed", "sku: unknown flag 'indexed'"),
+        ("a:int a:int", "a: declared twice"),
+        ("", "the spec declares no field"),
+    ],
+)
+def test_a_bad_spec_is_refused_naming_the_field(spec: str, message: str) -> None:
+    with pytest.raises(SpecError) as refused:
+        parse(spec)
+    assert message in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("singular", "plural", "message"),
+    [
+        ("order", "orders", None),
+        ("LineItem", "line_items", "resource 'LineItem' is not snake_case"),
+        ("entry", "select", "resource_plural 'select' is an SQL key word"),
+        ("kit", "kits", "resource 'kit' is a reserved word"),
+        ("item", "item", "must differ from resource"),
+    ],
+)
+def test_resource_names_are_checked(singular: str, plural: str, message: str | None) -> None:
+    problems = resource_name_problems(singular, plural)
+    assert (problems == []) if message is None else any(message in line for line in problems)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A copy of this project's files the generator edits (sources, migrations, README)."""
+    for part in ("src", "migrations", "README.md"):
+        source = ROOT / part
+        if source.is_dir():
+            shutil.copytree(source, tmp_path / part, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(source, tmp_path / part)
+    return tmp_path
+
+
+def test_add_then_remove_leaves_a_migration_each_and_the_list_as_it_was(project: Path) -> None:
+    (package,) = [path.parent.name for path in (project / "src").glob("*/__init__.py")]
+    resources = project / "src" / package / "serving" / "resources.py"
+    before = resources.read_text()
+    heads = sorted((project / "migrations" / "versions").glob("*.py"))
+    add_resource(project, "widget_part", "widget_parts", "code:str(16):unique")
+    assert "widget_parts," in resources.read_text()
+    assert "### widget_parts" in (project / "README.md").read_text()
+    schemas = (project / "src" / package / "widget_parts" / "schemas.py").read_text()
+    assert "code: Annotated[str, Str(max_length=16), Unique()]" in schemas
+    remove_resource(project, "widget_parts")
+    assert resources.read_text() == before
+    assert "widget_parts" not in (project / "README.md").read_text()
+    created, dropped = sorted((project / "migrations" / "versions").glob("*.py"))[len(heads) :]
+    assert "CREATE TABLE widget_parts" in created.read_text()
+    assert 'down_revision = "' + created.name.split("_")[0] + '"' in dropped.read_text()
+    assert "DROP TABLE IF EXISTS widget_parts" in dropped.read_text()
+
+
+def test_an_existing_resource_is_not_overwritten(project: Path) -> None:
+    add_resource(project, "widget_part", "widget_parts", "code:str(16)")
+    with pytest.raises(GenerateError, match="exists already"):
+        add_resource(project, "widget_part", "widget_parts", "code:str(16)")
