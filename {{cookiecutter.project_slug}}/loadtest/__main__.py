@@ -19,7 +19,8 @@ from .budget import load
 from .capacity import capacity_from, describe, write_helm_values
 from .engine import Engine, Step
 from .headers import ENVIRONMENT, HeadersError, given
-from .scenarios import Mix, fixed
+from .operations import Mix, fixed
+from .scenarios import resources_in, to_run
 from .search import Limits, Plan, search
 
 
@@ -48,7 +49,9 @@ def _parser() -> argparse.ArgumentParser:
     knee = commands.add_parser("run", help="the knee test")
     knee.add_argument("--url", help="test a running service instead of starting one")
     knee.add_argument(
-        "--scenarios", type=lambda text: text.split(","), help="comma-separated, default all"
+        "--scenarios",
+        type=lambda text: text.split(","),
+        help="comma-separated `<plural>.<operation>` (e.g. items.mixed), default all",
     )
     knee.add_argument("--concurrency", help="comma-separated sweep steps, e.g. 4,16,64")
     knee.add_argument("--step-seconds", type=float)
@@ -137,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     target = service.running(args.url)
     mix = fixed(args.path)
     with Engine(
-        target.url, ids=[1], processes=args.processes, server_pid=target.pid, headers=headers
+        target.url, ids={}, processes=args.processes, server_pid=target.pid, headers=headers
     ) as engine:
         if args.command == "search":
             return _search(engine, mix, args)
@@ -148,11 +151,12 @@ def main(argv: list[str] | None = None) -> int:
 
 def _k6(args: argparse.Namespace, headers: dict[str, str]) -> int:
     budget = load(args.budget)
+    names = to_run(args.scenarios, budget)
     settings = k6.config(
         budget,
         url=args.url,
-        ids=service.seed_over_http(args.url.rstrip("/"), k6.IDS, headers),
-        names=args.scenarios or list(budget.scenarios),
+        ids=service.seed_over_http(args.url.rstrip("/"), k6.IDS, headers, resources_in(names)),
+        names=names,
         seconds=args.seconds,
         rate_scale=args.rate_scale,
     )

@@ -57,23 +57,41 @@ class CapacityAssumptions:
 
 @dataclass(frozen=True, config=_TABLE)
 class Budget:
-    scenarios: dict[str, ScenarioBudget]
+    scenarios: dict[str, ScenarioBudget]  # by operation (`by_id`): the budget of every resource's
+    # One resource's own budgets, by plural then operation: [resources.<plural>.<operation>].
+    resources: dict[str, dict[str, ScenarioBudget]] = dataclasses.field(default_factory=dict)
     sweep: Sweep = dataclasses.field(default_factory=Sweep)
     search: RateSearch = dataclasses.field(default_factory=RateSearch)
     capacity: CapacityAssumptions = dataclasses.field(default_factory=CapacityAssumptions)
+
+    def covers(self, scenario: str) -> bool:
+        return scenario.rpartition(".")[2] in self.scenarios
+
+    def of(self, scenario: str) -> ScenarioBudget:
+        """The budget of scenario `<plural>.<operation>`: the resource's own, else the operation's."""
+        resource, _, operation = scenario.rpartition(".")
+        own = self.resources.get(resource, {}).get(operation)
+        return own if own is not None else self.scenarios[operation]
 
 
 def parse(document: dict[str, Any]) -> Budget:
     defaults = {"serving_fraction": 0.7, "max_p99_ms": 50.0, "max_error_rate": 0.0}
     defaults |= document.get("defaults", {})
-    scenarios = {
-        name: ScenarioBudget(**(defaults | table)) for name, table in document["scenarios"].items()
+    operations = document["scenarios"]
+    scenarios = {name: ScenarioBudget(**(defaults | table)) for name, table in operations.items()}
+    resources = {
+        resource: {
+            name: ScenarioBudget(**(defaults | operations.get(name, {}) | table))
+            for name, table in tables.items()
+        }
+        for resource, tables in document.get("resources", {}).items()
     }
     sweep = dict(document.get("sweep", {}))
     if "concurrency" in sweep:
         sweep["concurrency"] = tuple(sorted(int(value) for value in sweep["concurrency"]))
     return Budget(
         scenarios=scenarios,
+        resources=resources,
         sweep=Sweep(**sweep),
         search=RateSearch(**document.get("search", {})),
         capacity=CapacityAssumptions(**document.get("capacity", {})),

@@ -145,9 +145,12 @@ def write_helm_values(capacity: Capacity, source: str, path: Path) -> Path:
 
 
 def capacity_from(results: dict[str, Any], budget: Budget) -> Capacity | None:
-    """Pod sizing from the capacity scenario's SLO capacity (or the first scenario with one)."""
+    """Pod sizing from the capacity scenario's SLO capacity (or the first scenario with one).
+    The capacity scenario is `<plural>.<operation>`, or an operation alone: the first resource's."""
     scenarios = results["scenarios"]
-    order = [budget.capacity.scenario, *scenarios]
+    wanted = budget.capacity.scenario
+    named = [name for name in scenarios if wanted in (name, name.rpartition(".")[2])]
+    order = [*named, *scenarios]
     for name in order:
         scenario = scenarios.get(name)
         if (

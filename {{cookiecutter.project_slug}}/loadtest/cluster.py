@@ -32,6 +32,7 @@ from typing import Any
 from . import k6, project, service
 from .budget import load
 from .headers import ENVIRONMENT, HeadersError, given
+from .scenarios import resources_in, to_run
 
 CHART = project.HELM_VALUES.parent.name
 CONFIG_FILE = "k6-config.json"  # beside the script: crud.js reads it when K6_CONFIG is unset
@@ -149,7 +150,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"{ENVIRONMENT} is set for the seeding, but the runners would send no headers: "
                 f"name the Secret that holds them with --headers-secret (HEADERS_SECRET=...)"
             )
-        ids = service.seed_over_http(seed_url.rstrip("/"), k6.IDS, headers)
+        names = to_run(args.scenarios, load(args.budget))
+        ids = service.seed_over_http(seed_url.rstrip("/"), k6.IDS, headers, resources_in(names))
     except HeadersError as error:
         print(error, file=sys.stderr)
         return 2
@@ -159,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
         budget,
         url=url,
         ids=ids,
-        names=args.scenarios or list(budget.scenarios),
+        names=names,
         seconds=args.seconds,
         rate_scale=args.pods,
     )

@@ -9,7 +9,7 @@ from .engine import Engine
 from .scenarios import SCENARIOS
 
 AGREEMENT = 0.15
-SCENARIO = "by_id"
+KIND = "by_id"  # the scenario checked: the first by-id scenario run
 
 
 def whole_seconds(seconds: float) -> int:
@@ -19,6 +19,7 @@ def whole_seconds(seconds: float) -> int:
 
 def cross_check(
     engine: Engine,
+    name: str,
     url: str,
     ids: list[int],
     concurrency: int,
@@ -26,10 +27,10 @@ def cross_check(
     threads: int,
     headers: Mapping[str, str],
 ) -> dict[str, Any]:
-    """This engine and wrk alternately (engine, wrk, engine, wrk, engine) on the by-id scenario at
+    """This engine and wrk alternately (engine, wrk, engine, wrk, engine) on by-id scenario `name` at
     `concurrency` (the knee), within a minute or so; medians compared, so that one noisy run cannot
     decide. The ids must be contiguous: wrk draws them from their range."""
-    mix = SCENARIOS[SCENARIO]
+    mix = SCENARIOS[name]
     seconds = whole_seconds(step_seconds)
     lua = wrk.script(mix, low=min(ids), high=max(ids))
     engine_runs: list[float] = []
@@ -52,6 +53,7 @@ def cross_check(
     wrk_rps = statistics.median(run["rps"] for run in wrk_runs)
     ratio = engine_rps / wrk_rps if wrk_rps else 0.0
     return {
+        "scenario": name,
         "concurrency": concurrency,
         "seconds": seconds,
         "engine_rps": round(engine_rps, 1),

@@ -20,7 +20,7 @@ from typing import Self
 import numpy as np
 import psutil
 
-from .scenarios import Mix
+from .operations import Mix
 from .worker import Job, Part, serve_jobs
 
 START_DELAY_S = 0.5  # time for every worker to receive its job and connect before the start
@@ -48,6 +48,10 @@ class Step:
         return self.errors / self.requests if self.requests else 1.0
 
 
+def _lists(ids: Mapping[str, Sequence[int]]) -> dict[str, list[int]]:
+    return {resource: list(seeded) for resource, seeded in ids.items()}
+
+
 def _cpu_seconds(process: psutil.Process) -> float:
     times = process.cpu_times()
     return times.user + times.system
@@ -55,13 +59,14 @@ def _cpu_seconds(process: psutil.Process) -> float:
 
 class Engine:
     """`processes` client processes against http://host:port, every request carrying `headers`
-    (handed to each process over its pipe, never through a file); use as a context manager."""
+    (handed to each process over its pipe, never through a file), `ids` the seeded ids of each
+    resource by its plural; use as a context manager."""
 
     def __init__(
         self,
         base_url: str,
         *,
-        ids: Sequence[int],
+        ids: Mapping[str, Sequence[int]],
         processes: int,
         server_pid: int | None = None,
         headers: Mapping[str, str] | None = None,
@@ -75,7 +80,7 @@ class Engine:
             mine, theirs = context.Pipe()
             process = context.Process(
                 target=serve_jobs,
-                args=(theirs, host, int(port or 80), list(ids), dict(headers or {})),
+                args=(theirs, host, int(port or 80), _lists(ids), dict(headers or {})),
                 daemon=True,
             )
             process.start()

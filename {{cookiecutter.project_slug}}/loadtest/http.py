@@ -10,7 +10,7 @@ import asyncio
 import random
 from collections.abc import Callable, Mapping, Sequence
 
-from .scenarios import RANDOM_BELOW, Mix, Operation, parts, render
+from .operations import RANDOM_BELOW, UNIQUE_RANGE, Mix, Operation, parts, render
 
 Op = Callable[[random.Random], tuple[bytes, int]]  # a request's bytes and its expected status
 
@@ -51,10 +51,13 @@ def _request(method: str, target: str, body: bytes | None = None, extra: str = "
 
 
 def build_op(
-    operation: Operation, ids: Sequence[int], headers: Mapping[str, str] | None = None
+    operation: Operation,
+    ids: Mapping[str, Sequence[int]],
+    headers: Mapping[str, str] | None = None,
 ) -> Op:
     """The request factory of one operation of the scenario table (loadtest/scenarios.py), each
-    request carrying `headers` (loadtest/headers.py checked them: one line each)."""
+    request carrying `headers` (loadtest/headers.py checked them: one line each); `{id}` draws
+    from the seeded ids of the operation's resource, `ids[operation.resource]`."""
     if operation.consumes_id:
         raise ValueError(f"{operation.name} uses each id once; the engine draws ids at random")
     path = parts(operation.path)
@@ -65,9 +68,15 @@ def build_op(
         fixed = _request(method, path[0], extra=extra)
         return lambda rng: (fixed, status)
 
+    seeded = ids.get(operation.resource, ())
+    if "id" in path[1::2] and not seeded:
+        raise ValueError(f"{operation.name} needs seeded ids of {operation.resource!r}")
+
     def request(rng: random.Random) -> tuple[bytes, int]:
         def value(name: str) -> int:
-            return rng.choice(ids) if name == "id" else rng.randrange(RANDOM_BELOW)
+            if name == "id":
+                return rng.choice(seeded)
+            return rng.randrange(*UNIQUE_RANGE) if name == "u" else rng.randrange(RANDOM_BELOW)
 
         content = render(body, value).encode() if body is not None else None
         return _request(method, render(path, value), content, extra), status
@@ -75,8 +84,10 @@ def build_op(
     return request
 
 
-def build_mix(mix: Mix, ids: Sequence[int], headers: Mapping[str, str] | None = None) -> Op:
-    """One op that picks among weighted ops, e.g. SCENARIOS["mixed"]: by id 80, patch 20."""
+def build_mix(
+    mix: Mix, ids: Mapping[str, Sequence[int]], headers: Mapping[str, str] | None = None
+) -> Op:
+    """One op that picks among weighted ops, e.g. SCENARIOS["items.mixed"]: by id 80, patch 20."""
     ops = [build_op(operation, ids, headers) for operation, _ in mix]
     if len(ops) == 1:
         return ops[0]

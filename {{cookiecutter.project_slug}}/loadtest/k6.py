@@ -13,34 +13,43 @@ from typing import Any
 
 from .budget import Budget
 from .headers import environment
-from .scenarios import RANDOM_BELOW, SCENARIOS, parts
+from .operations import RANDOM_BELOW, UNIQUE_RANGE, parts
+from .scenarios import SCENARIOS
 
 SCRIPT = Path(__file__).resolve().parent / "k6" / "crud.js"
 THRESHOLD_FAILED = 99  # k6's exit code when a threshold is crossed
 IDS = 5000  # the ids k6 draws from: enough to spread the reads, small enough for a ConfigMap
 
 
+def scenario_name(name: str) -> str:
+    """k6's name of a scenario: k6 takes letters, digits, `_` and `-`, so `items.by_id` is
+    `items-by_id` (in its tags and thresholds as well)."""
+    return name.replace(".", "-")
+
+
 def config(
     budget: Budget,
     *,
     url: str,
-    ids: list[int],
+    ids: dict[str, list[int]],
     names: list[str],
     seconds: float,
     rate_scale: float = 1.0,
 ) -> dict[str, Any]:
     """k6 scenarios (ramping arrival rate up to the serving load the budget promises, one after
-    another), their thresholds, and the requests of each from the scenario table."""
+    another), their thresholds, and the requests of each from the scenario table; `ids` the
+    seeded ids of each resource, by plural (at most IDS of each)."""
     scenarios: dict[str, Any] = {}
     thresholds: dict[str, list[str]] = {}
     operations: dict[str, Any] = {}
     mixes: dict[str, list[dict[str, Any]]] = {}
+    resources: set[str] = set()
     ramp = max(1.0, seconds / 3)
     start = 0.0
     for name in names:
-        limits = budget.scenarios[name]
+        limits, k6_name = budget.of(name), scenario_name(name)
         rate = max(1, round(limits.min_rps * limits.serving_fraction * rate_scale))
-        scenarios[name] = {
+        scenarios[k6_name] = {
             "executor": "ramping-arrival-rate",
             "startTime": f"{start:g}s",
             "startRate": max(1, rate // 10),
@@ -53,24 +62,29 @@ def config(
             ],
         }
         start += ramp + seconds + 1
-        tag = "{scenario:" + name + "}"
+        tag = "{scenario:" + k6_name + "}"
         thresholds[f"http_req_duration{tag}"] = [f"p(99)<{limits.max_p99_ms:g}"]
         thresholds[f"http_req_failed{tag}"] = [f"rate<={limits.max_error_rate:g}"]
-        mixes[name] = [{"operation": op.name, "weight": weight} for op, weight in SCENARIOS[name]]
+        mixes[k6_name] = [
+            {"operation": op.name, "weight": weight} for op, weight in SCENARIOS[name]
+        ]
         for op, _ in SCENARIOS[name]:
+            resources |= {op.resource} if op.resource else set()
             operations[op.name] = {
                 "method": op.method,
                 "path": parts(op.path),
                 "body": parts(op.body) if op.body is not None else None,
                 "status": op.status,
                 "route": op.route,
+                "resource": op.resource,
             }
     return {
         "base_url": url.rstrip("/"),
         "operations": operations,
         "mixes": mixes,
         "random_below": RANDOM_BELOW,
-        "ids": ids[:IDS],
+        "unique_range": list(UNIQUE_RANGE),
+        "ids": {resource: ids.get(resource, [])[:IDS] for resource in sorted(resources)},
         "options": {"scenarios": scenarios, "thresholds": thresholds},
     }
 

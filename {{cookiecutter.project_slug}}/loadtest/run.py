@@ -16,17 +16,23 @@ from .capacity import capacity_from, describe, write_helm_values
 from .engine import Engine
 from .headers import HeadersError, given
 from .knee import Verdict, client_capacity
-from .scenarios import PROBE, SCENARIOS
+from .operations import PROBE
+from .scenarios import SCENARIOS, kind_of, resource_of, resources_in, to_run
 from .sweep import say, sweep
 
 PROBE_CONCURRENCY = 64
 
 
 def main(args: Any, budget: Budget) -> int:
-    names = args.scenarios or list(budget.scenarios)
-    unknown = [name for name in names if name not in SCENARIOS or name not in budget.scenarios]
-    if unknown:
-        say(f"unknown scenario(s) {unknown}: choose from {sorted(budget.scenarios)}")
+    names = to_run(args.scenarios, budget)
+    unknown = [name for name in names if name not in SCENARIOS or not budget.covers(name)]
+    if unknown or not names:
+        known = [name for name in SCENARIOS if budget.covers(name)]
+        say(
+            f"unknown scenario(s) {unknown}: choose from {known}"
+            if known
+            else "no scenario: serving/resources.py lists no resource"
+        )
         return 2
     database_url = os.environ.get("DATABASE_URL")
     if not args.url and not database_url:
@@ -48,7 +54,9 @@ def main(args: Any, budget: Budget) -> int:
                 target = stack.enter_context(
                     service.started(database_url, max_concurrency=most, pin=pin, settings=settings)
                 )
-            ids = service.seed_ids(database_url, target.url, budget.sweep.seed_rows, headers)
+            ids = service.seed_ids(
+                database_url, target.url, budget.sweep.seed_rows, headers, resources_in(names)
+            )
         except HeadersError as error:
             say(str(error))
             return 2
@@ -63,7 +71,7 @@ def main(args: Any, budget: Budget) -> int:
             )
         )
         say(
-            f"target {target.url} (server {target.pinned}); {len(ids):,} seeded rows; client: {processes} processes on cores {client_cores}"
+            f"target {target.url} (server {target.pinned}); {_seeded(ids)}; client: {processes} processes on cores {client_cores}"
         )
         probe = engine.run(PROBE, concurrency=PROBE_CONCURRENCY, duration=budget.sweep.step_seconds)
         capacity_rps = client_capacity(probe.rps, probe.client_cpu, len(client_cores))
@@ -87,7 +95,8 @@ def main(args: Any, budget: Budget) -> int:
             results["scenarios"][name] = sweep(
                 engine, name, budget, capacity_rps, len(client_cores)
             )
-        checked = results["scenarios"].get(crosscheck.SCENARIO)
+        checked_name = next((name for name in names if kind_of(name) == crosscheck.KIND), None)
+        checked = results["scenarios"].get(checked_name) if checked_name else None
         if (
             not args.no_wrk
             and wrk.available()
@@ -95,10 +104,12 @@ def main(args: Any, budget: Budget) -> int:
             and checked["verdict"] != Verdict.CLIENT_BOUND
         ):
             concurrency = checked["steps"][checked["knee_index"]]["concurrency"]
+            assert checked_name is not None
             found = crosscheck.cross_check(
                 engine,
+                checked_name,
                 target.url,
-                ids,
+                ids[resource_of(checked_name)],
                 concurrency,
                 budget.sweep.step_seconds,
                 len(client_cores),
@@ -109,6 +120,10 @@ def main(args: Any, budget: Budget) -> int:
             )
             results["wrk_check"] = found
     return finish(results, budget, args)
+
+
+def _seeded(ids: dict[str, list[int]]) -> str:
+    return ", ".join(f"{len(seeded):,} seeded {resource}" for resource, seeded in ids.items())
 
 
 def finish(results: dict[str, Any], budget: Budget, args: Any) -> int:

@@ -1,76 +1,75 @@
-"""The one scenario table: each operation once, each scenario a weighted mix of operations.
+"""The scenario table, one row of operations per resource of the service (serving/resources.py
+RESOURCES), each request derived from the resource's declaration (loadtest/declared.py).
 
 Every client builds its requests from here: the Python engine (loadtest/http.py), k6 (the generic
 loadtest/k6/crud.js reads the table from the config loadtest/k6.py writes) and wrk (loadtest/wrk.py
-writes its Lua, for the engine's cross-check and the template's bench). A template's placeholders:
-`{id}` an id of a seeded row, `{n}` a random whole number below RANDOM_BELOW.
+writes its Lua, for the engine's cross-check and the template's bench). An operation is named
+`<plural>.<operation>`, a scenario too: `items.by_id`, `items.page`, `items.create`,
+`items.patch` (one operation each) and `items.mixed` (80 % by id, 20 % patches); `items.delete`
+is an operation of the table (the bench's) but no scenario, since each id can be deleted once.
 """
 
-import re
-from collections.abc import Callable
-from dataclasses import dataclass
+from {{ cookiecutter.package_name }}.kit import Resource
+from {{ cookiecutter.package_name }}.serving.resources import RESOURCES
 
-from .project import PREFIX
+from .budget import Budget
+from .declared import create_body, patch_body, plural
+from .operations import Mix, Operation
 
-PLACEHOLDER = re.compile(r"\{(id|n)\}")
-RANDOM_BELOW = 1_000_000
-
-
-@dataclass(frozen=True)
-class Operation:
-    name: str
-    method: str
-    path: str  # the request target, placeholders included
-    status: int  # the status that counts as a success
-    body: str | None = None  # a JSON template, sent as application/json
-    # Each id at most once (a delete): drawn in order from a range seeded for the run, not at random.
-    consumes_id: bool = False
-
-    @property
-    def route(self) -> str:
-        """The name k6 tags the request with, one series per route: `GET /items?limit&after`."""
-        path, _, query = self.path.partition("?")
-        keys = "&".join(pair.partition("=")[0] for pair in query.split("&") if pair)
-        return f"{self.method} {path}" + (f"?{keys}" if keys else "")
+# The scenarios of every resource, in this order; each is judged by the budget of its operation.
+KINDS = ("by_id", "page", "create", "patch", "mixed")
 
 
-Mix = tuple[tuple[Operation, int], ...]  # operations and their weights
-
-OPERATIONS = {
-    operation.name: operation
-    for operation in (
-        Operation("by_id", "GET", PREFIX + "/{id}", 200),
-        Operation("page", "GET", PREFIX + "?limit=20&after={id}", 200),
-        Operation("create", "POST", PREFIX, 201, '{"name": "load {n}", "price_cents": {n}}'),
-        Operation("patch", "PATCH", PREFIX + "/{id}", 200, '{"quantity": {n}}'),
-        Operation("delete", "DELETE", PREFIX + "/{id}", 204, consumes_id=True),
-    )
-}
-
-# The load test's scenarios, each judged by its own section of budget.toml.
-SCENARIOS: dict[str, Mix] = {
-    "by_id": ((OPERATIONS["by_id"], 1),),
-    "page": ((OPERATIONS["page"], 1),),
-    "create": ((OPERATIONS["create"], 1),),
-    "patch": ((OPERATIONS["patch"], 1),),
-    "mixed": ((OPERATIONS["by_id"], 80), (OPERATIONS["patch"], 20)),
-}
+def operations_of(resource: Resource) -> dict[str, Operation]:
+    name, prefix = plural(resource), resource.prefix
+    return {
+        operation.name: operation
+        for operation in (
+            Operation(f"{name}.by_id", "GET", prefix + "/{id}", 200, resource=name),
+            Operation(f"{name}.page", "GET", prefix + "?limit=20&after={id}", 200, resource=name),
+            Operation(f"{name}.create", "POST", prefix, 201, create_body(resource)),
+            Operation(
+                f"{name}.patch", "PATCH", prefix + "/{id}", 200, patch_body(resource), resource=name
+            ),
+            Operation(
+                f"{name}.delete", "DELETE", prefix + "/{id}", 204, consumes_id=True, resource=name
+            ),
+        )
+    }
 
 
-def fixed(path: str) -> Mix:
-    """A mix of one GET of `path`, answered 200: `probe` and `search` against any path."""
-    return ((Operation(f"GET {path}", "GET", path, 200), 1),)
+def scenarios_of(resource: Resource, operations: dict[str, Operation]) -> dict[str, Mix]:
+    name = plural(resource)
+    by_id, patch = operations[f"{name}.by_id"], operations[f"{name}.patch"]
+    singles = {f"{name}.{kind}": ((operations[f"{name}.{kind}"], 1),) for kind in KINDS[:-1]}
+    return singles | {f"{name}.mixed": ((by_id, 80), (patch, 20))}
 
 
-# The client's own capacity is measured on the cheapest request the service answers.
-PROBE = fixed("/healthz")
+OPERATIONS: dict[str, Operation] = {}
+SCENARIOS: dict[str, Mix] = {}
+for _resource in RESOURCES:
+    OPERATIONS |= operations_of(_resource)
+    SCENARIOS |= scenarios_of(_resource, OPERATIONS)
+
+# The resources by plural, in the order of RESOURCES.
+BY_NAME: dict[str, Resource] = {plural(resource): resource for resource in RESOURCES}
 
 
-def parts(template: str) -> list[str]:
-    """A template split into literal text (even places) and placeholder names (odd places)."""
-    return PLACEHOLDER.split(template)
+def kind_of(scenario: str) -> str:
+    """The operation a scenario's name ends with, the key of its budget: `items.by_id` -> `by_id`."""
+    return scenario.rpartition(".")[2]
 
 
-def render(split: list[str], value: Callable[[str], int]) -> str:
-    """The text of a split template, each placeholder replaced by `value(name)`."""
-    return "".join(part if index % 2 == 0 else str(value(part)) for index, part in enumerate(split))
+def resource_of(scenario: str) -> str:
+    """The resource a scenario's name starts with: `line_items.mixed` -> `line_items`."""
+    return scenario.rpartition(".")[0]
+
+
+def resources_in(names: list[str]) -> list[str]:
+    """The resources whose ids the scenarios `names` need seeded, in order, each once."""
+    return list(dict.fromkeys(resource_of(name) for name in names))
+
+
+def to_run(chosen: list[str] | None, budget: Budget) -> list[str]:
+    """The scenarios chosen, else every scenario of every resource that the budget judges."""
+    return chosen or [name for name in SCENARIOS if budget.covers(name)]

@@ -20,8 +20,10 @@ import psutil
 from devdb import free_port
 
 from . import project
+from .declared import seed_rows
 from .headers import ENVIRONMENT, HeadersError
-from .scenarios import OPERATIONS, RANDOM_BELOW, parts, render
+from .operations import RANDOM_BELOW, UNIQUE_RANGE, parts, render
+from .scenarios import BY_NAME, OPERATIONS
 
 SERVER_CORE = 0
 
@@ -129,29 +131,39 @@ def running(url: str) -> Target:
     return Target(url.rstrip("/"), pid, "unknown (started elsewhere)")
 
 
-async def _seed(database_url: str, rows: int) -> list[int]:
+async def _seed_table(connection: asyncpg.Connection, resource: str, rows: int) -> list[int]:
+    table = BY_NAME[resource].table  # a name of the declaration, not of a request
+    count: int = await connection.fetchval(f"SELECT count(*) FROM {table}")  # noqa: S608
+    if count < rows:
+        await connection.execute(seed_rows(BY_NAME[resource]), count + 1, rows)
+        await connection.execute(f"ANALYZE {table}")
+    found = await connection.fetch(f"SELECT id FROM {table} ORDER BY id LIMIT $1", rows)  # noqa: S608
+    return [record["id"] for record in found]
+
+
+async def _seed(database_url: str, rows: int, resources: list[str]) -> dict[str, list[int]]:
     connection = await asyncpg.connect(database_url)
     try:
-        missing = rows - await connection.fetchval(project.COUNT_ROWS)
-        if missing > 0:
-            await connection.execute(project.SEED_ROWS, missing)
-            await connection.execute(project.ANALYZE)
-        return [record["id"] for record in await connection.fetch(project.SEEDED_IDS, rows)]
+        return {resource: await _seed_table(connection, resource, rows) for resource in resources}
     finally:
         await connection.close()
 
 
-def seed(database_url: str, rows: int) -> list[int]:
-    """Make the table hold at least `rows` rows (idempotent) and return the first `rows` ids."""
-    return asyncio.run(_seed(database_url, rows))
+def seed(database_url: str, rows: int, resources: list[str]) -> dict[str, list[int]]:
+    """Make each resource's table hold at least `rows` rows (idempotent: one statement a table,
+    numbering its rows from the table's count + 1, loadtest/declared.py) and return the first
+    `rows` ids of each, by plural."""
+    return asyncio.run(_seed(database_url, rows, resources))
 
 
 def seed_ids(
-    database_url: str | None, url: str, rows: int, headers: Mapping[str, str]
-) -> list[int]:
-    """The ids to load: through the database when there is one (any number of rows, one
-    statement), else through the service's API."""
-    return seed(database_url, rows) if database_url else seed_over_http(url, rows, headers)
+    database_url: str | None, url: str, rows: int, headers: Mapping[str, str], resources: list[str]
+) -> dict[str, list[int]]:
+    """The ids to load, of each resource: through the database when there is one (any number of
+    rows, one statement a table), else through the service's API."""
+    if database_url:
+        return seed(database_url, rows, resources)
+    return seed_over_http(url, rows, headers, resources)
 
 
 def _answer(request: urllib.request.Request) -> bytes:
@@ -169,21 +181,27 @@ def _answer(request: urllib.request.Request) -> bytes:
         raise
 
 
-def seed_over_http(url: str, rows: int, headers: Mapping[str, str]) -> list[int]:
+def seed_over_http(
+    url: str, rows: int, headers: Mapping[str, str], resources: list[str]
+) -> dict[str, list[int]]:
     """Without database access: the ids the API lists, creating rows through it when too few
-    (up to 1,000), each request carrying `headers`. The one seeder over HTTP: `make k6` and
-    `make k6-cluster` use it too."""
+    (up to 1,000 a resource), each request carrying `headers`. The one seeder over HTTP: `make k6`
+    and `make k6-cluster` use it too."""
+    return {resource: _listed_or_created(url, rows, headers, resource) for resource in resources}
+
+
+def _listed_or_created(url: str, rows: int, headers: Mapping[str, str], resource: str) -> list[int]:
     ids: list[int] = []
     after = 0
     while len(ids) < rows:
-        target = f"{url}{project.PREFIX}?limit=500&after={after}"
+        target = f"{url}{BY_NAME[resource].prefix}?limit=500&after={after}"
         body = _answer(urllib.request.Request(target, headers=dict(headers)))  # noqa: S310
         data = orjson.loads(body)
         ids += [row["id"] for row in data["data"]]
         if data["next_after"] is None:
             break
         after = data["next_after"]
-    create = OPERATIONS["create"]
+    create = OPERATIONS[f"{resource}.create"]
     while len(ids) < min(rows, 1000):
         request = urllib.request.Request(  # noqa: S310
             url + render(parts(create.path), _random),
@@ -196,4 +214,4 @@ def seed_over_http(url: str, rows: int, headers: Mapping[str, str]) -> list[int]
 
 
 def _random(name: str) -> int:
-    return random.randrange(RANDOM_BELOW)
+    return random.randrange(*UNIQUE_RANGE) if name == "u" else random.randrange(RANDOM_BELOW)

@@ -22,7 +22,7 @@ def sweep(
     engine: Engine, name: str, budget: Budget, capacity_rps: float, client_cores: int
 ) -> dict[str, Any]:
     mix = SCENARIOS[name]
-    limits = budget.scenarios[name]
+    limits = budget.of(name)
     sweep = budget.sweep
     if sweep.warmup_seconds > 0:
         engine.run(mix, concurrency=WARMUP_CONCURRENCY, duration=sweep.warmup_seconds)
@@ -69,7 +69,7 @@ def _search(
     engine: Engine, name: str, budget: Budget, knee_rps: float, client_cores: int
 ) -> dict[str, Any]:
     """The SLO capacity of one scenario (loadtest/search.py), printed trial by trial."""
-    limits, plan = budget.scenarios[name], budget.search
+    limits, plan = budget.of(name), budget.search
     checked = Limits(limits.max_p99_ms, limits.max_error_rate)
     start = plan.start_fraction * knee_rps if knee_rps > 0 else limits.min_rps
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 
 from .http import Op, build_mix, exchange
-from .scenarios import Mix
+from .operations import Mix
 
 Connection_ = tuple[asyncio.StreamReader, asyncio.StreamWriter]
 IO_ERRORS = (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError)
@@ -124,7 +124,11 @@ class _Run:
 
 
 def serve_jobs(
-    channel: Connection, host: str, port: int, ids: Sequence[int], headers: Mapping[str, str]
+    channel: Connection,
+    host: str,
+    port: int,
+    ids: Mapping[str, Sequence[int]],
+    headers: Mapping[str, str],
 ) -> None:
     """A client process: run each job received and send back its raw measurements."""
     with contextlib.suppress(ImportError):  # uvloop: a dependency of the service, not on Windows

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from .headers import ENVIRONMENT, environment
-from .scenarios import RANDOM_BELOW, Mix, Operation, parts
+from .operations import RANDOM_BELOW, Mix, Operation, parts
 
 # Ids at random in the seeded range (contiguous), or in order from its start for an operation
 # that uses each id once (each wrk thread counts on its own: run those with one thread); the
@@ -23,6 +23,8 @@ local low, high, next_id = %(low)d, %(high)d, %(low)d
 local values = {
   id = function() return math.random(low, high) end,
   n = function() return math.random(0, %(below)d) end,
+  -- 12 digits (operations.py UNIQUE_RANGE) from two draws: Lua 5.1's math.random is 32-bit
+  u = function() return string.format("%%d%%06d", math.random(100000, 999999), math.random(0, 999999)) end,
   next = function() next_id = next_id + 1; return next_id - 1 end,
 }
 local plain, json = {}, {["Content-Type"] = "application/json"}
@@ -66,7 +68,8 @@ def _request(operation: Operation) -> str:
 
 
 def script(mix: Mix, *, low: int, high: int, delay_ms: int | None = None) -> str:
-    """The Lua of `mix` (weighted), its ids in [low, high]; `delay_ms` of think time per request."""
+    """The Lua of `mix` (weighted), its ids in [low, high] (the seeded ids of the mix's one
+    resource); `delay_ms` of think time per request."""
     values = {"low": low, "high": high, "below": RANDOM_BELOW - 1, "headers": ENVIRONMENT}
     lines = [_PRELUDE % values]
     if len(mix) == 1:

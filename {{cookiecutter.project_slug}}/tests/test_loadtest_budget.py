@@ -35,6 +35,30 @@ def test_a_scenario_may_override_a_default(tmp_path: Path) -> None:
     assert budget.scenarios["slow"].max_p99_ms == 200
 
 
+def test_every_resources_scenario_is_judged_by_its_operations_budget_unless_it_has_its_own() -> (
+    None
+):
+    budget = parse({
+        "defaults": {"max_p99_ms": 80},
+        "scenarios": {"page": {"min_rps": 800}, "by_id": {"min_rps": 1000}},
+        "resources": {"orders": {"page": {"min_rps": 500}}},
+    })  # fmt: skip
+    assert budget.of("items.page") == budget.scenarios["page"]
+    assert budget.of("orders.by_id") == budget.scenarios["by_id"]
+    own = budget.of("orders.page")
+    assert (own.min_rps, own.max_p99_ms) == (500, 80)  # the rest from [scenarios.page], [defaults]
+    assert budget.covers("line_items.page")
+    assert not budget.covers("orders.delete")
+
+
+def test_a_resources_own_budget_is_checked_like_any_other() -> None:
+    with pytest.raises(ValueError, match="max_p99_ms"):
+        parse({
+            "scenarios": {"page": {"min_rps": 1}},
+            "resources": {"orders": {"page": {"max_p99_ms": -1}}},
+        })  # fmt: skip
+
+
 def test_a_serving_fraction_above_one_is_refused() -> None:
     with pytest.raises(ValueError, match="serving_fraction"):
         parse({"scenarios": {"x": {"min_rps": 1, "serving_fraction": 1.5}}})

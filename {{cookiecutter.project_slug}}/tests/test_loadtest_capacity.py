@@ -3,8 +3,8 @@
 from pathlib import Path
 
 import pytest
-from loadtest.budget import CapacityAssumptions
-from loadtest.capacity import Capacity, helm_values, size, write_helm_values
+from loadtest.budget import CapacityAssumptions, parse
+from loadtest.capacity import Capacity, capacity_from, helm_values, size, write_helm_values
 
 ASSUMPTIONS = CapacityAssumptions(
     scenario="mixed", think_time_s=5.0, session_minutes=10.0, peak_hour_share=0.15
@@ -64,3 +64,30 @@ def test_the_helm_override_uses_the_chart_keys(tmp_path: Path) -> None:
     for line in ("server:", "  maxInFlight: 50", "database:", "  poolMinSize: 7",
                  "  poolMaxSize: 16", "autoscaling:", "  targetRPSPerPod: 700"):  # fmt: skip
         assert f"\n{line}\n" in text
+
+
+def _scenario(slo_rps: float) -> dict[str, object]:
+    step = {"rps": slo_rps * 1.2, "concurrency": 8, "p50_ms": 2.0}
+    return {
+        "verdict": "knee",
+        "steps": [step],
+        "knee_index": 0,
+        "search": {"slo_rps": slo_rps, "repeats": [step]},
+        "budget": {"serving_fraction": 0.7, "max_p99_ms": 50.0},
+    }
+
+
+def test_the_capacity_scenario_named_by_its_operation_is_the_first_resources() -> None:
+    results = {"scenarios": {
+        "items.by_id": _scenario(2000), "items.mixed": _scenario(900), "orders.mixed": _scenario(700),
+    }}  # fmt: skip
+    budget = parse({"scenarios": {"mixed": {"min_rps": 1}}, "capacity": {"scenario": "mixed"}})
+    sizing = capacity_from(results, budget)
+    assert sizing is not None
+    assert (sizing.scenario, sizing.slo_rps) == ("items.mixed", 900)
+    named = parse(
+        {"scenarios": {"mixed": {"min_rps": 1}}, "capacity": {"scenario": "orders.mixed"}}
+    )
+    sizing = capacity_from(results, named)
+    assert sizing is not None
+    assert (sizing.scenario, sizing.slo_rps) == ("orders.mixed", 700)

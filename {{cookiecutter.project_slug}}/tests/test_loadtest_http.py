@@ -5,8 +5,14 @@ import random
 import re
 
 import pytest
+from loadtest.declared import plural
 from loadtest.http import build_mix, build_op
-from loadtest.scenarios import OPERATIONS, SCENARIOS, Operation, parts
+from loadtest.operations import UNIQUE_DIGITS, Operation, parts
+from loadtest.scenarios import OPERATIONS, SCENARIOS
+
+from .declared import first_resource
+
+FIRST = plural(first_resource())
 
 
 def _pattern(template: str) -> str:
@@ -29,11 +35,12 @@ def _parse(request: bytes) -> tuple[str, str, dict[str, str], bytes]:
     ids=lambda op: op.name,
 )
 def test_the_engine_sends_each_operation_as_the_table_writes_it(operation: Operation) -> None:
-    request, status = build_op(operation, [42])(random.Random(1))
+    ids = {operation.resource: [42], "another": [7]}
+    request, status = build_op(operation, ids)(random.Random(1))
     method, target, headers, body = _parse(request)
     assert (method, status) == (operation.method, operation.status)
     assert re.fullmatch(_pattern(operation.path), target)
-    assert "{id}" not in operation.path or "42" in target
+    assert "{id}" not in operation.path or target.endswith(("/42", "after=42"))
     if operation.body is None:
         assert body == b""
         assert "Content-Length" not in headers
@@ -47,20 +54,33 @@ def test_the_engine_sends_each_operation_as_the_table_writes_it(operation: Opera
 def test_every_request_of_the_engine_carries_the_headers_given() -> None:
     headers = {"X-API-Key": "key-1", "X-Trace": "a"}
     for operation in [item for item in OPERATIONS.values() if not item.consumes_id]:
-        request, _ = build_op(operation, [42], headers)(random.Random(1))
+        request, _ = build_op(operation, {operation.resource: [42]}, headers)(random.Random(1))
         assert _parse(request)[2].items() >= headers.items(), operation.name
-    op, rng = build_mix(SCENARIOS["mixed"], [42], headers), random.Random(3)
+    op, rng = build_mix(SCENARIOS[f"{FIRST}.mixed"], {FIRST: [42]}, headers), random.Random(3)
     for method, _, sent, _ in (_parse(op(rng)[0]) for _ in range(50)):
         assert sent.items() >= headers.items(), method
 
 
 def test_the_engine_refuses_an_operation_that_consumes_its_ids() -> None:
     with pytest.raises(ValueError, match="each id once"):
-        build_op(OPERATIONS["delete"], [1])
+        build_op(OPERATIONS[f"{FIRST}.delete"], {FIRST: [1]})
+
+
+def test_the_engine_refuses_an_operation_whose_resource_has_no_seeded_ids() -> None:
+    with pytest.raises(ValueError, match="needs seeded ids"):
+        build_op(OPERATIONS[f"{FIRST}.by_id"], {"another": [1]})
+
+
+def test_a_unique_placeholder_renders_a_fresh_number_of_twelve_digits() -> None:
+    operation = Operation("t.create", "POST", "/t", 201, '{"code": "{u}"}')
+    op, rng = build_op(operation, {}), random.Random(5)
+    codes = [json.loads(_parse(op(rng)[0])[3])["code"] for _ in range(1000)]
+    assert all(len(code) == UNIQUE_DIGITS and code.isdigit() for code in codes)
+    assert len(set(codes)) == len(codes)
 
 
 def test_a_mix_picks_its_operations_in_proportion_to_their_weights() -> None:
-    op, rng = build_mix(SCENARIOS["mixed"], range(1, 1001)), random.Random(7)
+    op, rng = build_mix(SCENARIOS[f"{FIRST}.mixed"], {FIRST: range(1, 1001)}), random.Random(7)
     methods = [_parse(op(rng)[0])[0] for _ in range(20_000)]
     assert methods.count("GET") / len(methods) == pytest.approx(0.8, abs=0.01)
     assert set(methods) == {"GET", "PATCH"}

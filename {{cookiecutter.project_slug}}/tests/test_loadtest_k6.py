@@ -10,23 +10,35 @@ from typing import Any
 import pytest
 from loadtest import cluster, k6, project
 from loadtest.budget import load
+from loadtest.declared import plural
 from loadtest.headers import ENVIRONMENT
-from loadtest.k6 import IDS, config
-from loadtest.scenarios import SCENARIOS, parts
+from loadtest.k6 import IDS, config, scenario_name
+from loadtest.operations import UNIQUE_RANGE, parts
+from loadtest.scenarios import SCENARIOS
+
+from .declared import first_resource
+
+FIRST = plural(first_resource())
 
 SECRET = "s3cret-value-of-the-test"
 
 
 def test_the_k6_config_carries_each_scenarios_operations_and_weights_from_the_table() -> None:
     budget = load(project.BUDGET)
-    settings = config(budget, url="http://x/", ids=[3, 5], names=list(SCENARIOS), seconds=10.0)
+    ids = {
+        resource: [3, 5]
+        for resource in {op.resource for mix in SCENARIOS.values() for op, _ in mix} - {""}
+    }
+    settings = config(budget, url="http://x/", ids=ids, names=list(SCENARIOS), seconds=10.0)
     assert settings["base_url"] == "http://x"
-    assert settings["ids"] == [3, 5]
+    assert settings["ids"] == ids
+    assert settings["unique_range"] == list(UNIQUE_RANGE)
     for name, mix in SCENARIOS.items():
         expected = [{"operation": op.name, "weight": weight} for op, weight in mix]
-        assert settings["mixes"][name] == expected
+        # k6 takes no dot in a scenario's name: `items.by_id` is `items-by_id`.
+        assert settings["mixes"][scenario_name(name)] == expected
         # Every scenario runs the script's one (default) function, which reads its mix by name.
-        assert "exec" not in settings["options"]["scenarios"][name]
+        assert "exec" not in settings["options"]["scenarios"][scenario_name(name)]
         for operation, _ in mix:
             assert settings["operations"][operation.name] == {
                 "method": operation.method,
@@ -34,16 +46,20 @@ def test_the_k6_config_carries_each_scenarios_operations_and_weights_from_the_ta
                 "body": parts(operation.body) if operation.body is not None else None,
                 "status": operation.status,
                 "route": operation.route,
+                "resource": operation.resource,
             }
 
 
 def test_the_k6_config_holds_only_the_chosen_scenarios_and_at_most_IDS_ids() -> None:
     budget = load(project.BUDGET)
     ids = list(range(1, IDS + 100))
-    settings = config(budget, url="http://x", ids=ids, names=["create"], seconds=10.0)
-    assert list(settings["operations"]) == ["create"]
-    assert list(settings["mixes"]) == ["create"]
-    assert settings["ids"] == ids[:IDS]
+    names = [f"{FIRST}.by_id"]
+    settings = config(
+        budget, url="http://x", ids={FIRST: ids, "other": [1]}, names=names, seconds=10.0
+    )
+    assert list(settings["operations"]) == [f"{FIRST}.by_id"]
+    assert list(settings["mixes"]) == [scenario_name(f"{FIRST}.by_id")]
+    assert settings["ids"] == {FIRST: ids[:IDS]}
 
 
 class _Recorder(BaseHTTPRequestHandler):
@@ -85,8 +101,10 @@ def test_k6_sends_the_headers_on_every_request_and_writes_none_of_them(
 ) -> None:
     url, seen = recorder
     budget = load(project.BUDGET)
-    names = ["by_id", "create"]
-    settings = config(budget, url=url, ids=[1, 2], names=names, seconds=0.5, rate_scale=0.02)
+    names = [f"{FIRST}.by_id", f"{FIRST}.create"]
+    settings = config(
+        budget, url=url, ids={FIRST: [1, 2]}, names=names, seconds=0.5, rate_scale=0.02
+    )
     assert k6.run(settings, tmp_path, {"X-API-Key": SECRET}) == 0
     assert {method for method, _ in seen} == {"GET", "POST"}
     for method, headers in seen:
@@ -99,7 +117,10 @@ def test_k6_sends_the_headers_on_every_request_and_writes_none_of_them(
 
 
 def test_the_cluster_runners_take_the_headers_from_a_secret_and_the_configmap_holds_none() -> None:
-    settings = config(load(project.BUDGET), url="http://x", ids=[1], names=["by_id"], seconds=1.0)
+    names = [f"{FIRST}.by_id"]
+    settings = config(
+        load(project.BUDGET), url="http://x", ids={FIRST: [1]}, names=names, seconds=1.0
+    )
     config_map, test_run = cluster.manifests(
         settings, name="t", namespace="n", release="r", parallelism=2, headers_secret="r-headers"
     )

@@ -3,9 +3,15 @@
 import json
 import re
 
+from loadtest.declared import plural
 from loadtest.headers import ENVIRONMENT
-from loadtest.scenarios import OPERATIONS, SCENARIOS, parts
+from loadtest.operations import Operation, parts
+from loadtest.scenarios import OPERATIONS, SCENARIOS
 from loadtest.wrk import script
+
+from .declared import first_resource
+
+FIRST = plural(first_resource())
 
 
 def test_the_wrk_script_requests_each_operation_as_the_table_writes_it() -> None:
@@ -26,20 +32,26 @@ def test_the_wrk_script_requests_each_operation_as_the_table_writes_it() -> None
 
 
 def test_the_wrk_script_picks_a_mix_by_cumulative_weight() -> None:
-    lua = script(SCENARIOS["mixed"], low=1, high=9)
+    lua = script(SCENARIOS[f"{FIRST}.mixed"], low=1, high=9)
     assert "local total = 100" in lua
     assert 'if pick <= 80 then return wrk.format("GET", ' in lua
     assert 'if pick <= 100 then return wrk.format("PATCH", ' in lua
 
 
 def test_the_wrk_script_draws_ids_from_the_seeded_range_and_reports_one_json_line() -> None:
-    lua = script(SCENARIOS["by_id"], low=11, high=99, delay_ms=10)
+    lua = script(SCENARIOS[f"{FIRST}.by_id"], low=11, high=99, delay_ms=10)
     assert "local low, high, next_id = 11, 99, 11" in lua
     assert "delay = function() return 10 end" in lua
     assert "WRK_JSON" in lua
 
 
 def test_the_wrk_script_reads_the_headers_from_its_environment_not_from_its_text() -> None:
-    lua = script(SCENARIOS["mixed"], low=1, high=9)
+    lua = script(SCENARIOS[f"{FIRST}.mixed"], low=1, high=9)
     assert f'os.getenv("{ENVIRONMENT}")' in lua
     assert "plain[name], json[name] = value, value" in lua
+
+
+def test_the_wrk_script_draws_a_unique_fields_value_as_twelve_digits() -> None:
+    lua = script(((Operation("t.create", "POST", "/t", 201, '{"code": "{u}"}'), 1),), low=1, high=9)
+    assert 'u = function() return string.format("%d%06d", math.random(100000, 999999)' in lua
+    assert "values.u()" in lua

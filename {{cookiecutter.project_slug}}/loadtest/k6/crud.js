@@ -18,7 +18,7 @@ const config = JSON.parse(open(__ENV.K6_CONFIG || './k6-config.json'));
 function withChecksThresholds(options) {
   const thresholds = Object.assign({}, options.thresholds);
   for (const [metric, rules] of Object.entries(options.thresholds || {})) {
-    const scenario = metric.match(/^http_req_failed\{scenario:(\w+)\}$/);
+    const scenario = metric.match(/^http_req_failed\{scenario:([\w-]+)\}$/);
     if (scenario === null) continue;
     thresholds[`checks{scenario:${scenario[1]}}`] = rules.map((rule) => `rate>=${1 - Number(rule.split('<=')[1])}`);
   }
@@ -33,14 +33,21 @@ for (const line of (__ENV.LOADTEST_HEADERS || '').split('\n')) {
   if (colon > 0) sent[line.slice(0, colon).trim()] = line.slice(colon + 1).trim();
 }
 
+// `{id}` an id of the operation's resource, `{n}` below random_below, `{u}` a unique field's
+// value: unique_range[0] <= u < unique_range[1] (12 digits, exact in a double).
+const [uniqueLow, uniqueHigh] = config.unique_range;
 const values = {
-  id: () => config.ids[Math.floor(Math.random() * config.ids.length)],
+  id: (operation) => {
+    const ids = config.ids[operation.resource];
+    return ids[Math.floor(Math.random() * ids.length)];
+  },
   n: () => Math.floor(Math.random() * config.random_below),
+  u: () => uniqueLow + Math.floor(Math.random() * (uniqueHigh - uniqueLow)),
 };
 
 // A template as the table splits it: literal text at even places, placeholder names at odd ones.
-function render(parts) {
-  return parts.map((part, index) => (index % 2 === 0 ? part : String(values[part]()))).join('');
+function render(parts, operation) {
+  return parts.map((part, index) => (index % 2 === 0 ? part : String(values[part](operation)))).join('');
 }
 
 function pick(mix) {
@@ -60,9 +67,9 @@ export default function () {
   const params = { tags: { name: operation.route }, headers: sent };
   let body = null;
   if (operation.body !== null) {
-    body = render(operation.body);
+    body = render(operation.body, operation);
     params.headers = Object.assign({ 'Content-Type': 'application/json' }, sent);
   }
-  const response = http.request(operation.method, config.base_url + render(operation.path), body, params);
+  const response = http.request(operation.method, config.base_url + render(operation.path, operation), body, params);
   check(response, { [`status ${operation.status}`]: (r) => r.status === operation.status });
 }
