@@ -31,8 +31,12 @@ OPTION_HELP = {
     "description": "One sentence for pyproject.toml, the README and the OpenAPI document.",
     "author_name": "Author recorded in pyproject.toml.",
     "author_email": "Author e-mail recorded in pyproject.toml.",
-    "resource": "The CRUD resource, singular snake_case: module, class and function names.",
+    "resource": "The first CRUD resource, singular snake_case: module, class and function names.",
     "resource_plural": "Plural snake_case: URL paths, the table and the resource folder.",
+    "fields": "The first resource's fields, one line: `name:type`, then `?` (optional, nullable), "
+    "`=value` (a default), `:unique`; types `str(N)`, `text[(N)]`, `int`/`bigint`/`money` with "
+    "bounds (`int(>=0,<=9)`), `bool`, `date`, `timestamp`, `uuid`, `enum(a\\|b)` "
+    "([the grammar](../adding-a-resource.md#the-field-spec)).",
     "python_version": "Lowest Python the service supports: requires-python, ruff, mypy, the image.",
     "auth": "`api_key`: X-API-Key checked against SHA-256 digests; `jwt`: bearer tokens of an OIDC "
     "issuer verified against its JWKS, a read and a write scope; `none`: no authentication.",
