@@ -26,8 +26,9 @@ FILES = {
 RESOURCES_MODULE = "src/{package}/serving/resources.py"
 VERSIONS = Path("migrations/versions")
 README_END = "<!-- resources:end -->"
-_REVISION = re.compile(r'^revision = "([0-9]+)"', re.MULTILINE)
-_DOWN_REVISION = re.compile(r'^down_revision = "([0-9]+)"', re.MULTILINE)
+# As this generator writes them ("0002") and as `alembic revision` does ('1a2b3c4d5e6f').
+_REVISION = re.compile(r"""^revision(?::[^=]+)? = ['"]([^'"]+)['"]""", re.MULTILINE)
+_DOWN_REVISION = re.compile(r"""^down_revision(?::[^=]+)? = ['"]([^'"]+)['"]""", re.MULTILINE)
 
 
 class GenerateError(RuntimeError):
@@ -91,8 +92,9 @@ def _next_revision(root: Path) -> tuple[str, str | None]:
     heads = set(migrations) - {down for down in migrations.values() if down}
     if len(heads) > 1:
         raise GenerateError(f"migrations have several heads {sorted(heads)}: merge them first")
-    width = max((len(revision) for revision in migrations), default=4)
-    number = max((int(revision) for revision in migrations), default=0) + 1
+    numbered = [revision for revision in migrations if revision.isdigit()]
+    width = max((len(revision) for revision in numbered), default=4)
+    number = max((int(revision) for revision in numbered), default=0) + 1
     return f"{number:0{width}d}", next(iter(heads), None)
 
 
