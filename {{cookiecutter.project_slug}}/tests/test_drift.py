@@ -1,0 +1,140 @@
+"""Each resource's declaration, its migrated table and its SQL agree, for every resource the
+service serves (serving/resources.py).
+
+A field is declared once (schemas.py) but stored by a migration written beside it: a field
+declared without a migration, a column migrated without a declaration, a type, a nullability or
+a unique constraint that differs, or a statement of sql.py that no longer fits the table fails
+here, at test time, instead of as a 500 in production.
+"""
+
+import importlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+import asyncpg
+import httpx
+import pytest
+from fastapi.routing import APIRoute
+
+from {{ cookiecutter.package_name }}.kit import Resource
+from {{ cookiecutter.package_name }}.serving.resources import RESOURCES
+
+from .declared import is_nullable, is_unique_field, marker_of, new_body
+
+STORED_BEFORE = ["id"]
+STORED_AFTER = ["created_at", "updated_at", "version"]
+# A statement starts with one of these; other upper-case constants (TABLE, COLUMNS) are parts.
+STATEMENT_WORDS = {"SELECT", "INSERT", "UPDATE", "DELETE", "WITH"}
+
+COLUMNS = """
+    SELECT attname, format_type(atttypid, atttypmod) AS type, attnotnull AS not_null
+      FROM pg_attribute
+     WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped
+     ORDER BY attnum
+"""
+# Unique constraints on one column: the column and the constraint's name (the 409 names it).
+UNIQUE_COLUMNS = """
+    SELECT attribute.attname, constraint_.conname
+      FROM pg_constraint AS constraint_
+      JOIN pg_attribute AS attribute
+        ON attribute.attrelid = constraint_.conrelid AND attribute.attnum = constraint_.conkey[1]
+     WHERE constraint_.conrelid = $1::regclass
+       AND constraint_.contype = 'u'
+       AND cardinality(constraint_.conkey) = 1
+"""
+
+
+def _sql_module(resource: Resource) -> Any:
+    package = resource.fields.__module__.rpartition(".")[0]
+    return importlib.import_module(f"{package}.sql")
+
+
+def _statements(resource: Resource) -> dict[str, str]:
+    """The resource's statements: its sql module's upper-case str constants that are SQL."""
+    return {
+        name: value
+        for name, value in vars(_sql_module(resource)).items()
+        if name.isupper()
+        and isinstance(value, str)
+        and next(iter(value.split(None, 1)), "") in STATEMENT_WORDS
+    }
+
+
+FIELDS = [(resource, name) for resource in RESOURCES for name in resource.fields.model_fields]
+STATEMENTS = [(resource, name) for resource in RESOURCES for name in _statements(resource)]
+
+
+@pytest.fixture
+async def connection(database_url: str) -> AsyncIterator[asyncpg.Connection]:
+    connection = await asyncpg.connect(database_url)
+    try:
+        yield connection
+    finally:
+        await connection.close()
+
+
+async def _columns(connection: asyncpg.Connection, table: str) -> dict[str, asyncpg.Record]:
+    return {row["attname"]: row for row in await connection.fetch(COLUMNS, table)}
+
+
+@pytest.mark.parametrize("resource", RESOURCES, ids=[resource.table for resource in RESOURCES])
+async def test_the_table_has_exactly_the_declared_fields_and_the_stored_columns(
+    connection: asyncpg.Connection, resource: Resource
+) -> None:
+    columns = set(await _columns(connection, resource.table))
+    declared = {*STORED_BEFORE, *resource.fields.model_fields, *STORED_AFTER}
+    assert columns - declared == set(), "columns no field declares (schemas.py)"
+    assert declared - columns == set(), "declared fields no migration added"
+
+
+@pytest.mark.parametrize(
+    ("resource", "field"), FIELDS, ids=[f"{resource.table}-{field}" for resource, field in FIELDS]
+)
+async def test_each_declared_fields_column_has_its_type_nullability_and_uniqueness(
+    connection: asyncpg.Connection, resource: Resource, field: str
+) -> None:
+    column = (await _columns(connection, resource.table)).get(field)
+    assert column is not None, f"{resource.table}.{field} is declared but has no column"
+    assert column["type"] == marker_of(resource, field).column_type
+    assert column["not_null"] is not is_nullable(resource, field)
+    rows = await connection.fetch(UNIQUE_COLUMNS, resource.table)
+    unique = {row["attname"]: row["conname"] for row in rows}
+    if is_unique_field(resource, field):
+        assert unique.get(field) == f"{resource.table}_{field}_key"
+    else:
+        assert field not in unique, f"{field} is unique in the table but not declared Unique()"
+
+
+@pytest.mark.parametrize(
+    ("resource", "statement"),
+    STATEMENTS,
+    ids=[f"{resource.table}-{statement}" for resource, statement in STATEMENTS],
+)
+async def test_every_statement_of_the_resource_prepares_on_the_migrated_table(
+    connection: asyncpg.Connection, resource: Resource, statement: str
+) -> None:
+    await connection.prepare(_statements(resource)[statement])
+
+
+def _output_model_fields(resource: Resource) -> set[str]:
+    (create,) = [
+        route
+        for route in resource.router.routes
+        if isinstance(route, APIRoute) and "POST" in (route.methods or ())
+    ]
+    assert create.response_model is not None
+    return set(create.response_model.model_fields)
+
+
+@pytest.mark.parametrize("resource", RESOURCES, ids=[resource.table for resource in RESOURCES])
+async def test_a_row_is_answered_with_exactly_the_output_models_fields(
+    client: httpx.AsyncClient, resource: Resource
+) -> None:
+    response = await client.post(resource.prefix, json=new_body(resource))
+    assert response.status_code == 201, response.text
+    expected = _output_model_fields(resource)
+    assert set(response.json()) == expected
+    fetched = await client.get(response.headers["location"])
+    assert set(fetched.json()) == expected
+    page = (await client.get(resource.prefix, params={"limit": 1})).json()
+    assert [set(row) for row in page["data"]] == [expected]
