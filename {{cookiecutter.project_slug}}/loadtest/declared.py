@@ -13,7 +13,7 @@ from typing import Any, get_args
 
 from {{ cookiecutter.package_name }}.kit import FieldType, Resource, field_type, is_unique
 
-from .operations import RANDOM_BELOW, UNIQUE_DIGITS, UNIQUE_RANGE
+from .operations import RANDOM_BELOW, UNIQUE_DIGITS, UNIQUE_RANGE, parts
 
 _SPREAD = 7919  # a prime: a non-unique number's seeded values spread over its range
 _N_DIGITS = len(str(RANDOM_BELOW - 1))
@@ -100,10 +100,12 @@ def create_body(resource: Resource) -> str:
 
 
 def patch_body(resource: Resource) -> str:
-    """A patch's JSON template: one field, the last declared that is not unique (else the last)."""
+    """A patch's JSON template: one field that is not unique, the last declared whose value
+    varies from request to request (else the last not unique, else the last)."""
     names = list(resource.fields.model_fields)
-    plain = [name for name in names if not _unique(resource, name)]
-    return _object(resource, [(plain or names)[-1]])
+    plain = [name for name in names if not _unique(resource, name)] or names
+    varying = [name for name in plain if len(parts(value_template(resource, name))) > 1]
+    return _object(resource, [(varying or plain)[-1]])
 
 
 def _seeded(resource: Resource, name: str) -> str:
