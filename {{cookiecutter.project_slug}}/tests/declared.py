@@ -45,7 +45,6 @@ def _marker(resource: Resource, name: str) -> FieldType:
 
 def value_for(resource: Resource, name: str, n: int) -> Any:
     """A valid JSON value for field `name`, different for each `n` where the type allows."""
-    info = resource.fields.model_fields[name]
     marker = _marker(resource, name)
     kind = marker.kind
     if kind == "str":
@@ -66,9 +65,7 @@ def value_for(resource: Resource, name: str, n: int) -> Any:
     if kind == "uuid":
         return str(uuid.UUID(int=n))
     if kind == "enum":
-        choices = get_args(info.annotation)
-        literal = next(arg for arg in choices if get_args(arg)) if type(None) in choices else None
-        values = get_args(literal) if literal is not None else choices
+        values = _enum_args(resource, name)
         return values[n % len(values)]
     raise AssertionError(f"no value for a {kind} field")
 
@@ -135,41 +132,22 @@ def _hostile_of_kind(resource: Resource, name: str) -> list[tuple[str, Any]]:
             controls |= {"line feed": "\n", "tab": "\t", "line separator": "\u2028"}
         return cases + [(label, f"a{char}b") for label, char in controls.items()]
     if kind in ("int", "bigint", "money"):
-        return [
-            ("string", "1"),
-            ("fraction", 1.5),
-            ("boolean", True),
-            ("below bounds", marker.ge - 1),
-            ("above bounds", marker.le + 1),
-        ]
+        below, above = ("below bounds", marker.ge - 1), ("above bounds", marker.le + 1)
+        return [("string", "1"), ("fraction", 1.5), ("boolean", True), below, above]
     if kind == "bool":
         return [("number", 1), ("string", "true")]
     if kind == "date":
-        return [
-            ("number", 20260131),
-            ("unpadded", "2026-1-31"),
-            ("no such day", "2026-02-30"),
-            ("with a time", "2026-01-31T00:00:00Z"),
-            ("slashes", "2026/01/31"),
-        ]
+        cases = [("number", 20260131), ("unpadded", "2026-1-31"), ("no such day", "2026-02-30")]
+        return [*cases, ("with a time", "2026-01-31T00:00:00Z"), ("slashes", "2026/01/31")]
     if kind == "timestamp":
-        return [
-            ("number", 1769860800),
-            ("no offset", "2026-01-31T12:00:00"),
-            ("space for T", "2026-01-31 12:00:00Z"),
-            ("date only", "2026-01-31"),
-            ("no such hour", "2026-01-31T25:00:00Z"),
-            ("nanoseconds", "2026-01-31T12:00:00.123456789Z"),
-        ]
+        cases = [("number", 1769860800), ("no offset", "2026-01-31T12:00:00")]
+        cases += [("space for T", "2026-01-31 12:00:00Z"), ("date only", "2026-01-31")]
+        cases += [("no such hour", "2026-01-31T25:00:00Z")]
+        return [*cases, ("nanoseconds", "2026-01-31T12:00:00.123456789Z")]
     if kind == "uuid":
         example = str(uuid.UUID(int=0x0123456789ABCDEF))
-        return [
-            ("number", 5),
-            ("upper case", example.upper()),
-            ("no hyphens", example.replace("-", "")),
-            ("braces", "{" + example + "}"),
-            ("short", example[:-1]),
-        ]
+        cases = [("number", 5), ("upper case", example.upper()), ("short", example[:-1])]
+        return [*cases, ("no hyphens", example.replace("-", "")), ("braces", "{" + example + "}")]
     if kind == "enum":
         choices = [str(value) for value in _enum_args(resource, name)]
         upper = choices[0].upper()

@@ -95,8 +95,9 @@ async def test_each_declared_fields_column_has_its_type_nullability_and_uniquene
 ) -> None:
     column = (await _columns(connection, resource.table)).get(field)
     assert column is not None, f"{resource.table}.{field} is declared but has no column"
-    assert column["type"] == marker_of(resource, field).column_type
-    assert column["not_null"] is not is_nullable(resource, field)
+    assert column["type"] == marker_of(resource, field).column_type, f"{field}: column type"
+    nullable = is_nullable(resource, field)
+    assert column["not_null"] is not nullable, f"{field}: NOT NULL differs from the declaration"
     rows = await connection.fetch(UNIQUE_COLUMNS, resource.table)
     unique = {row["attname"]: row["conname"] for row in rows}
     if is_unique_field(resource, field):
