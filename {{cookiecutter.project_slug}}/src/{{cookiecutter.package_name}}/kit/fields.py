@@ -46,15 +46,15 @@ _TIMESTAMP = re.compile(
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
-def _one_line(value: str) -> str:
-    if not _NOT_IN_ONE_LINE.isdisjoint(value):
+def _one_line(value: str | None) -> str | None:
+    if value is not None and not _NOT_IN_ONE_LINE.isdisjoint(value):
         raise ValueError("must not contain control characters or line/paragraph separators")
     return value
 
 
-def _text(value: str) -> str:
+def _text(value: str | None) -> str | None:
     # Tabs and newlines are text; NUL cannot be stored by PostgreSQL and the rest is noise.
-    if not _NOT_IN_TEXT.isdisjoint(value):
+    if value is not None and not _NOT_IN_TEXT.isdisjoint(value):
         raise ValueError("must not contain NUL or control characters other than tab and newline")
     return value
 
@@ -72,6 +72,8 @@ def _spelled(pattern: re.Pattern[str], what: str) -> BeforeValidator:
     # Dates, timestamps and uuids arrive as JSON strings, and only their one canonical spelling
     # is read (a number, "2026-1-2" or an upper-case uuid is refused, not guessed at).
     def check(value: object) -> object:
+        if value is None:
+            return value  # null: the type says whether the field takes it
         if not isinstance(value, str) or pattern.fullmatch(value) is None:
             raise ValueError(f"must be {what}")
         return value
@@ -79,8 +81,8 @@ def _spelled(pattern: re.Pattern[str], what: str) -> BeforeValidator:
     return BeforeValidator(check)
 
 
-def _in_utc(value: datetime) -> datetime:
-    return value.astimezone(UTC)
+def _in_utc(value: datetime | None) -> datetime | None:
+    return None if value is None else value.astimezone(UTC)
 
 
 @dataclass(frozen=True)
