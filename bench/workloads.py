@@ -7,6 +7,7 @@ from pathlib import Path
 from tests.baking import load_loadtest
 
 NAMES = ("by_id", "page", "create", "patch", "delete")  # operations of the table, in report order
+RESOURCE = "items"  # the bench's bakes keep the default resource
 
 
 class Workloads:
@@ -18,11 +19,11 @@ class Workloads:
         self._scenarios = load_loadtest(project, "scenarios")
         self._wrk = load_loadtest(project, "wrk")
         self._rows = rows
-        missing = set(NAMES) - set(self._scenarios.OPERATIONS)
+        missing = {f"{RESOURCE}.{name}" for name in NAMES} - set(self._scenarios.OPERATIONS)
         assert not missing, f"the bake's scenario table has no {missing}"
 
     def consumes_ids(self, workload: str) -> bool:
-        return bool(self._scenarios.OPERATIONS[workload].consumes_id)
+        return bool(self._scenarios.OPERATIONS[f"{RESOURCE}.{workload}"].consumes_id)
 
     def run(
         self,
@@ -36,7 +37,7 @@ class Workloads:
         headers: dict[str, str] | None = None,
     ) -> dict[str, float]:
         """One wrk run (one thread): requests, rps, p50_ms, p99_ms, errors."""
-        mix = ((self._scenarios.OPERATIONS[workload], 1),)
+        mix = ((self._scenarios.OPERATIONS[f"{RESOURCE}.{workload}"], 1),)
         lua = self._wrk.script(mix, low=start, high=self._rows, delay_ms=delay_ms)
         figures: dict[str, float] = self._wrk.run(
             base, lua, connections=connections, seconds=seconds, headers=headers

@@ -91,13 +91,17 @@ def git_copy_of_template(folder: Path) -> Path:
 
 def load_loadtest(project: Path, module: str) -> Any:
     """Import `loadtest.<module>` from a baked project (its scenario table, its k6 and wrk writers),
-    then forget the package, so that another bake's `loadtest` can be imported after it."""
-    sys.path.insert(0, str(project))
+    then forget it and the service's package it read the resources from, so that another bake's
+    `loadtest` (and its package, of the same name maybe) can be imported after it."""
+    roots = [str(project), str(project / "src")]
+    packages = {"loadtest"} | {path.name for path in (project / "src").iterdir() if path.is_dir()}
+    sys.path[:0] = roots
     try:
         return importlib.import_module(f"loadtest.{module}")
     finally:
-        sys.path.remove(str(project))
-        for name in [name for name in sys.modules if name.partition(".")[0] == "loadtest"]:
+        for root in roots:
+            sys.path.remove(root)
+        for name in [name for name in sys.modules if name.partition(".")[0] in packages]:
             del sys.modules[name]
 
 

@@ -83,8 +83,8 @@ def test_k6_cluster_renders_a_testrun_of_the_same_script_and_budget_valid_agains
     assert config["options"]["thresholds"] == budget_config["options"]["thresholds"]
     # The ids every runner uses were seeded through the service's API, here, before the run.
     listed = httpx.get(f"{served.url}/items", params={"limit": 500}).json()["data"]
-    assert config["ids"][: len(listed)] == [row["id"] for row in listed]
-    assert len(config["ids"]) >= 1000
+    assert config["ids"]["items"][: len(listed)] == [row["id"] for row in listed]
+    assert len(config["ids"]["items"]) >= 1000
 
     # The runners carry the labels the chart's NetworkPolicy lets in.
     policy = next(item for item in render(chart, EVERYTHING_ON) if item["kind"] == "NetworkPolicy")
@@ -98,11 +98,12 @@ def test_k6_cluster_renders_a_testrun_of_the_same_script_and_budget_valid_agains
 
 def _k6_config(project: Path, folder: Path) -> str:
     """The config `make k6` writes for the same budget (k6's own run is not needed for it)."""
-    budget, k6, names = (load_loadtest(project, module) for module in ("budget", "k6", "project"))
-    loaded = budget.load(names.BUDGET)
-    return json.dumps(
-        k6.config(loaded, url="x", ids=[], names=list(loaded.scenarios), seconds=60.0)
+    budget, k6, paths, scenarios = (
+        load_loadtest(project, module) for module in ("budget", "k6", "project", "scenarios")
     )
+    loaded = budget.load(paths.BUDGET)
+    names = scenarios.to_run(None, loaded)
+    return json.dumps(k6.config(loaded, url="x", ids={}, names=names, seconds=60.0))
 
 
 @pytest.fixture(scope="module")
@@ -136,7 +137,8 @@ def test_two_runners_split_the_load_and_group_every_url_under_its_route_name(
 ) -> None:
     config_map, test_run = _render(
         default_project, tmp_path / "k6.yaml",
-        "--url", served.url, "--scenarios", "by_id,create", "--seconds", "2", "--pods", "0.05",
+        "--url", served.url, "--scenarios", "items.by_id,items.create", "--seconds", "2",
+        "--pods", "0.05",
     )  # fmt: skip
     bundle = _bundle(config_map, tmp_path / "test")
     # The initializer: k6 inspect of the mounted script, no environment (the config is beside it).
@@ -149,8 +151,8 @@ def test_two_runners_split_the_load_and_group_every_url_under_its_route_name(
     )
     assert inspected.returncode == 0, inspected.stderr
     assert json.loads(inspected.stdout)["thresholds"].keys() >= {
-        "checks{scenario:by_id}",
-        "checks{scenario:create}",
+        "checks{scenario:items-by_id}",
+        "checks{scenario:items-create}",
     }
 
     name = test_run["metadata"]["name"]
@@ -219,7 +221,7 @@ def test_a_failing_check_fails_the_run_even_when_no_request_failed(
             "--url",
             url,
             "--scenarios",
-            "by_id",
+            "items.by_id",
             "--seconds",
             "1",
             "--pods",
@@ -239,5 +241,5 @@ def test_a_failing_check_fails_the_run_even_when_no_request_failed(
         thread.join()
     assert result.returncode == 99, result.stdout + result.stderr  # thresholds crossed
     metrics = json.loads((bundle / "summary.json").read_text())["metrics"]
-    assert metrics["http_req_failed{scenario:by_id}"]["thresholds"] == {"rate<=0": False}
-    assert metrics["checks{scenario:by_id}"]["thresholds"] == {"rate>=1": True}
+    assert metrics["http_req_failed{scenario:items-by_id}"]["thresholds"] == {"rate<=0": False}
+    assert metrics["checks{scenario:items-by_id}"]["thresholds"] == {"rate>=1": True}

@@ -63,7 +63,7 @@ def test_the_knee_test_starts_a_guarded_service_that_lets_every_request_in(
     env = {"DATABASE_URL": database_url, **(HEADERS if auth == "api_key" else {})}
     result = run(
         project, sys.executable, "-m", "loadtest", "--results", str(tmp_path / "results"),
-        "run", "--scenarios", "by_id,patch", *QUICK, timeout=240, **env,
+        "run", "--scenarios", "items.by_id,items.patch", *QUICK, timeout=240, **env,
     )  # fmt: skip
     output = result.stdout + result.stderr
     found = list((tmp_path / "results").glob("*.json"))
@@ -108,7 +108,8 @@ def served(
 def _k6(project: Path, url: str, results: Path, **env: str) -> subprocess.CompletedProcess[str]:
     return run(
         project, sys.executable, "-m", "loadtest", "--results", str(results),
-        "k6", "--url", url, "--scenarios", "by_id,create", "--seconds", "1", "--rate-scale", "0.05",
+        "k6", "--url", url, "--scenarios", "items.by_id,items.create", "--seconds", "1",
+        "--rate-scale", "0.05",
         timeout=120, **env,
     )  # fmt: skip
 
@@ -145,8 +146,9 @@ def test_wrk_sends_the_key_on_every_request_of_a_mix_with_bodies(
     scenarios, wrk = (load_loadtest(project, name) for name in ("scenarios", "wrk"))
     if not wrk.available():
         pytest.skip("wrk is not installed")
-    ids = load_loadtest(project, "service").seed_over_http(served.url, 50, {"X-API-Key": KEY})
-    lua = wrk.script(scenarios.SCENARIOS["mixed"], low=min(ids), high=max(ids))
+    seeder = load_loadtest(project, "service")
+    ids = seeder.seed_over_http(served.url, 50, {"X-API-Key": KEY}, ["items"])["items"]
+    lua = wrk.script(scenarios.SCENARIOS["items.mixed"], low=min(ids), high=max(ids))
     figures = wrk.run(served.url, lua, connections=2, seconds=1, headers={"X-API-Key": KEY})
     assert figures["requests"] > 0
     assert figures["errors"] == 0, figures

@@ -19,6 +19,10 @@ from .baking import VENV_BIN, load_loadtest, run
 pytestmark = pytest.mark.slow
 Request = tuple[str, str, str]  # method, target, body
 LISTED = 1000  # ids the recorder lists to the seeding over HTTP
+# The default bake's resource: its scenarios are `items.<operation>`.
+RESOURCE = "items"
+# The placeholders of a template (loadtest/operations.py): an id, a number, a unique number.
+PLACEHOLDER = re.compile(r"\{(id|n|u)\}")
 
 
 class _Recorder(BaseHTTPRequestHandler):
@@ -69,7 +73,7 @@ def _url(server: _RecordingServer) -> str:
 
 def _pattern(scenarios: Any, template: str) -> re.Pattern[str]:
     """A template of the table as a regular expression: its placeholders are numbers."""
-    split = scenarios.parts(template)
+    split = PLACEHOLDER.split(template)
     return re.compile(
         "".join(re.escape(part) if i % 2 == 0 else r"\d+" for i, part in enumerate(split))
     )
@@ -97,7 +101,7 @@ def _operations(scenarios: Any, requests: list[Request]) -> Counter[str]:
 
 def _assert_mixed(scenarios: Any, requests: list[Request], tolerance: float) -> None:
     """The requests are the mixed scenario's operations, in the table's proportions."""
-    mix = {operation.name: weight for operation, weight in scenarios.SCENARIOS["mixed"]}
+    mix = {op.name: weight for op, weight in scenarios.SCENARIOS[f"{RESOURCE}.mixed"]}
     found = _operations(scenarios, requests)
     assert set(found) == set(mix), found
     total = sum(found.values())
@@ -112,8 +116,8 @@ import sys
 from loadtest.engine import Engine
 from loadtest.scenarios import SCENARIOS
 
-with Engine(sys.argv[1], ids=range(1, 101), processes=1) as engine:
-    print(engine.run(SCENARIOS["mixed"], concurrency=2, duration=1.0).requests)
+with Engine(sys.argv[1], ids={"items": range(1, 101)}, processes=1) as engine:
+    print(engine.run(SCENARIOS["items.mixed"], concurrency=2, duration=1.0).requests)
 """
 
 
@@ -130,7 +134,7 @@ def test_wrk_sends_the_tables_requests_in_its_proportions(
     default_project: Path, recorder: _RecordingServer
 ) -> None:
     scenarios, wrk = (load_loadtest(default_project, name) for name in ("scenarios", "wrk"))
-    lua = wrk.script(scenarios.SCENARIOS["mixed"], low=1, high=100)
+    lua = wrk.script(scenarios.SCENARIOS[f"{RESOURCE}.mixed"], low=1, high=100)
     figures = wrk.run(_url(recorder), lua, connections=2, seconds=1)
     assert figures["requests"] > 200, figures
     _assert_mixed(scenarios, recorder.seen, 0.05)
@@ -143,9 +147,9 @@ def test_wrk_uses_each_id_of_an_operation_that_consumes_them_once_in_order(
     default_project: Path, recorder: _RecordingServer
 ) -> None:
     scenarios, wrk = (load_loadtest(default_project, name) for name in ("scenarios", "wrk"))
-    lua = wrk.script(((scenarios.OPERATIONS["delete"], 1),), low=500, high=500)
+    lua = wrk.script(((scenarios.OPERATIONS[f"{RESOURCE}.delete"], 1),), low=500, high=500)
     wrk.run(_url(recorder), lua, connections=2, seconds=1)
-    assert set(_operations(scenarios, recorder.seen)) == {"delete"}
+    assert set(_operations(scenarios, recorder.seen)) == {f"{RESOURCE}.delete"}
     ids = sorted(int(target.rsplit("/", 1)[1]) for _, target, _ in recorder.seen)
     assert len(ids) > 100
     # wrk calls request() once before the run to check the script: 500 may be skipped, no more.
@@ -157,7 +161,7 @@ def _k6(project: Path, url: str, results: Path) -> None:
     """`python -m loadtest k6` on the mixed scenario: seeds its ids over HTTP, writes the config."""
     result = run(
         project, sys.executable, "-m", "loadtest", "--results", str(results),
-        "k6", "--url", url, "--scenarios", "mixed", "--seconds", "1", "--rate-scale", "0.1",
+        "k6", "--url", url, "--scenarios", "items.mixed", "--seconds", "1", "--rate-scale", "0.1",
         timeout=120,
     )  # fmt: skip
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
@@ -168,10 +172,11 @@ def test_k6_sends_the_tables_requests_with_the_ids_python_seeded(
 ) -> None:
     _k6(default_project, _url(recorder), tmp_path)
     config = json.loads((tmp_path / "k6-config.json").read_text())
-    assert config["ids"] == list(range(1, LISTED + 1))
+    assert config["ids"] == {RESOURCE: list(range(1, LISTED + 1))}
     assert len(recorder.seen) > 40, recorder.seen
     _assert_mixed(load_loadtest(default_project, "scenarios"), recorder.seen, 0.2)
-    assert {int(target.rsplit("/", 1)[1]) for _, target, _ in recorder.seen} <= set(config["ids"])
+    ids = {int(target.rsplit("/", 1)[1]) for _, target, _ in recorder.seen}
+    assert ids <= set(config["ids"][RESOURCE])
 
 
 def test_the_k6_script_builds_each_request_from_its_config(
@@ -187,10 +192,11 @@ def test_the_k6_script_builds_each_request_from_its_config(
             "body": ['{"x": ', "n", "}"],
             "status": 200,
             "route": "PUT /elsewhere/{id}",
+            "resource": "elsewhere",
         }
     }
     config["mixes"] = {name: [{"operation": "elsewhere", "weight": 1}] for name in config["mixes"]}
-    config["ids"] = [7, 8]
+    config["ids"] = {"elsewhere": [7, 8]}
     (tmp_path / "other.json").write_text(json.dumps(config))
     recorder.seen.clear()
     script = default_project / "loadtest" / "k6" / "crud.js"
