@@ -26,19 +26,40 @@ import httpx
 import pytest
 from devdb import ThrowawayPostgres, free_port
 from fastapi import FastAPI
+from fastapi.routing import APIRoute
 {%- if cookiecutter.auth == "jwt" %}
 from loadtest.issuer import Issuer
 {%- endif %}
 from loadtest.service import wait_until_healthy
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from {{ cookiecutter.package_name }}.kit import Resource, field_type
 from {{ cookiecutter.package_name }}.kit.state import STATE_KEY, ServiceState
 from {{ cookiecutter.package_name }}.observability.metrics import Metrics
 from {{ cookiecutter.package_name }}.serving.app import create_app
 from {{ cookiecutter.package_name }}.settings import Settings
 
+from .declared import first_resource, new_body
+
+
+def _one_row_route(resource: Resource) -> tuple[str, str]:
+    """The route template of a resource's one-row routes ("/items/{item_id}") and its path
+    parameter ("item_id"), as the resource's router declares them."""
+    templates = {route.path for route in resource.router.routes if isinstance(route, APIRoute)}
+    template = next(path for path in sorted(templates) if path.startswith(resource.prefix + "/{"))
+    return template, template.removeprefix(resource.prefix + "/{").removesuffix("}")
+
+
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
-BASE = "/{{ cookiecutter.resource_plural }}"
+# The machinery's tests run against the first resource of serving/resources.py, whatever its
+# fields and name: its collection, its one-row route template and that route's path parameter.
+BASE = first_resource().prefix
+TEMPLATE, ID_FIELD = _one_row_route(first_resource())
+{%- if cookiecutter.auth == "jwt" %}
+# The scopes a token needs unless the settings name others.
+READ_SCOPE: str = Settings.model_fields["jwt_read_scope"].default
+WRITE_SCOPE: str = Settings.model_fields["jwt_write_scope"].default
+{%- endif %}
 PROBLEM = "application/problem+json"
 {%- if cookiecutter.auth == "api_key" %}
 API_KEY = "test-" + secrets.token_urlsafe(24)
@@ -60,15 +81,28 @@ async def fetch_value(url: str, query: str, *args: object) -> Any:
         await connection.close()
 
 
-async def count_rows(database_url: str) -> int:
-    """Rows in the resource table."""
-    count: int = await fetch_value(database_url, "SELECT count(*) FROM {{ cookiecutter.resource_plural }}")
+async def count_rows(database_url: str, table: str | None = None) -> int:
+    """Rows in `table` (the first resource's unless named)."""
+    name = table or first_resource().table
+    count: int = await fetch_value(database_url, f'SELECT count(*) FROM "{name}"')
     return count
 
 
+def first_field(*kinds: str, required: bool = False) -> str | None:
+    """The first resource's first declared field of one of `kinds` (of any kind when none are
+    named; only a required one if `required`), or None when it declares no such field."""
+    for name, info in first_resource().fields.model_fields.items():
+        marker = field_type(info.metadata)
+        if kinds and (marker is None or marker.kind not in kinds):
+            continue
+        if not required or info.is_required():
+            return name
+    return None
+
+
 async def create(client: httpx.AsyncClient, **fields: Any) -> dict[str, Any]:
-    """A new row through the API (a widget at 100 cents unless `fields` say otherwise)."""
-    response = await client.post(BASE, json={"name": "widget", "price_cents": 100, **fields})
+    """A new row of the first resource through the API (a fresh valid body, `fields` on top)."""
+    response = await client.post(BASE, json=new_body(**fields))
     assert response.status_code == 201, response.text
     body: dict[str, Any] = response.json()
     return body
@@ -135,7 +169,7 @@ def auth_settings(issuer: Issuer) -> dict[str, Any]:
 @pytest.fixture(scope="session")
 def auth_headers(issuer: Issuer) -> dict[str, str]:
     """Credentials that may read and write."""
-    return {"Authorization": f"Bearer {issuer.token(scope='{{ cookiecutter.resource_plural }}:read {{ cookiecutter.resource_plural }}:write')}"}
+    return {"Authorization": f"Bearer {issuer.token(scope=f'{READ_SCOPE} {WRITE_SCOPE}')}"}
 {%- elif cookiecutter.auth == "api_key" %}
 
 

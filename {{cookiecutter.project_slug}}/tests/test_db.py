@@ -12,6 +12,7 @@ import re
 from collections.abc import AsyncIterator
 from typing import Any
 
+import orjson
 import pytest
 
 import {{ cookiecutter.package_name }}
@@ -20,6 +21,7 @@ from {{ cookiecutter.package_name }}.serving.app import create_app
 from {{ cookiecutter.package_name }}.settings import Settings
 
 from .conftest import lifespan
+from .declared import first_resource, new_body
 
 
 @pytest.fixture
@@ -44,15 +46,21 @@ async def test_release_sends_no_reset_query(database: Database) -> None:
 async def test_a_connection_released_inside_a_transaction_is_rolled_back(
     database: Database,
 ) -> None:
-    name = "left in an open transaction"
+    resource = first_resource()
+    fields = ", ".join(resource.fields.model_fields)
+    insert = f"""
+        INSERT INTO {resource.table} ({fields})
+        SELECT {fields} FROM json_populate_record(NULL::{resource.table}, $1::json)
+        RETURNING id
+    """
     async with database.connection() as connection:
         await connection.execute("BEGIN")
-        await connection.execute("INSERT INTO {{ cookiecutter.resource_plural }} (name, price_cents) VALUES ($1, 1)", name)
+        row_id = await connection.fetchval(insert, orjson.dumps(new_body()).decode())
         assert connection.is_in_transaction()
     async with database.connection() as connection:
         assert not connection.is_in_transaction()
-        count = await connection.fetchval("SELECT count(*) FROM {{ cookiecutter.resource_plural }} WHERE name = $1", name)
-        assert count == 0
+        query = f"SELECT count(*) FROM {resource.table} WHERE id = $1"
+        assert await connection.fetchval(query, row_id) == 0
 
 
 async def test_state_a_request_leaves_in_its_transaction_is_gone_for_the_next(

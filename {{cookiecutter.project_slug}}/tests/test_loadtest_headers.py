@@ -14,6 +14,7 @@ from {{ cookiecutter.package_name }}.serving.app import create_app
 from {{ cookiecutter.package_name }}.settings import Settings
 
 from .conftest import BASE, started
+from .declared import new_body
 
 SECRET = "s3cret-value-of-the-test"
 
@@ -53,7 +54,7 @@ async def test_the_service_started_with_the_load_tests_settings_takes_its_header
         fields: dict[str, Any] = {name.lower(): value for name, value in settings.items()}
         app = create_app(Settings(database_url=database_url, app_env="prod", **fields))
         async with started(app, headers) as client:
-            response = await client.post(BASE, json={"name": "load", "price_cents": 1})
+            response = await client.post(BASE, json=new_body())
             assert response.status_code == 201, response.text
             assert (await client.get(f"{BASE}/{response.json()['id']}")).status_code == 200
 {%- if cookiecutter.auth == "api_key" %}

@@ -9,7 +9,7 @@ from pydantic import ValidationError
 
 from {{ cookiecutter.package_name }}.settings import Settings
 
-from .conftest import serve
+from .conftest import BASE, serve
 
 
 @pytest.fixture
@@ -68,7 +68,7 @@ def test_the_served_process_reads_its_database_url_from_a_file(
         httpx.Client(base_url=base, headers=auth_headers, timeout=5) as http,
     ):
         assert http.get("/readyz").status_code == 200
-        assert http.get("/{{ cookiecutter.resource_plural }}").status_code == 200
+        assert http.get(BASE).status_code == 200
 
 
 def test_origins_come_as_a_comma_separated_variable(monkeypatch: pytest.MonkeyPatch) -> None:

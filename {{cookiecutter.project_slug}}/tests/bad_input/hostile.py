@@ -7,10 +7,9 @@ import httpx
 import orjson
 
 from ..conftest import BASE, PROBLEM, count_rows
+from ..declared import change, new_body
 
-ID_FIELD = "{{ cookiecutter.resource }}_id"
 JSON = {"content-type": "application/json"}
-VALID = {"name": "widget", "price_cents": 100}
 
 
 @dataclass(frozen=True)
@@ -27,7 +26,25 @@ class Hostile:
 
 
 def json_with(**fields: Any) -> bytes:
-    return orjson.dumps({**VALID, **fields})
+    """A valid create body of the first resource, `fields` on top."""
+    return orjson.dumps(new_body(**fields))
+
+
+def json_without(name: str) -> bytes:
+    """A valid create body of the first resource without field `name`."""
+    return orjson.dumps({key: value for key, value in new_body().items() if key != name})
+
+
+def json_raw(name: str, value: bytes) -> bytes:
+    """A valid create body of the first resource whose field `name` is written as `value`, bytes
+    that need not be JSON."""
+    mark = "<raw value>"
+    return orjson.dumps({**new_body(), name: mark}).replace(orjson.dumps(mark), value)
+
+
+def json_change() -> bytes:
+    """A valid PATCH body of the first resource."""
+    return orjson.dumps(change())
 
 
 def raw(text: str) -> bytes:
@@ -47,7 +64,7 @@ def get(path: str, status: int = 422, **expect: Any) -> Hostile:
 
 
 def if_match(method: str, tag: str, status: int, header: str = "if-match") -> Hostile:
-    body = b'{"name": "y"}' if method == "PATCH" else None
+    body = json_change() if method == "PATCH" else None
     says = "If-Match" if header == "if-match" else "If-None-Match"
     return Hostile(method, BASE + "/{id}", status, body, {**JSON, header: tag}, detail_says=says)
 

@@ -5,21 +5,24 @@ problem+json naming the problem, and none changes the table."""
 import httpx
 import pytest
 
-from ..conftest import BASE
-from .hostile import ID_FIELD, Hostile, assert_refused_and_unchanged, get, json_with
+from ..conftest import BASE, ID_FIELD
+from ..declared import first_resource
+from .hostile import Hostile, assert_refused_and_unchanged, get, json_change, json_with
+
+TABLE = first_resource().table
 
 HOSTILE = {
     # Methods no route takes: 405 with Allow (checked below).
-    "put-{{ cookiecutter.resource }}": Hostile("PUT", BASE + "/{id}", 405, json_with(), detail_says="Method Not Allowed"),
+    "put-row": Hostile("PUT", BASE + "/{id}", 405, json_with(), detail_says="Method Not Allowed"),
     "put-collection": Hostile("PUT", BASE, 405, json_with(), detail_says="Method Not Allowed"),
-    "post-to-{{ cookiecutter.resource }}": Hostile(
+    "post-to-row": Hostile(
         "POST", BASE + "/{id}", 405, json_with(), detail_says="Method Not Allowed"
     ),
     "delete-collection": Hostile("DELETE", BASE, 405, headers={}, detail_says="Method Not Allowed"),
     "patch-collection": Hostile(
-        "PATCH", BASE, 405, b'{"name": "y"}', detail_says="Method Not Allowed"
+        "PATCH", BASE, 405, json_change(), detail_says="Method Not Allowed"
     ),
-    "trace-{{ cookiecutter.resource }}": Hostile(
+    "trace-row": Hostile(
         "TRACE", BASE + "/{id}", 405, headers={}, detail_says="Method Not Allowed"
     ),
     # No redirect built from the Host header: a trailing slash is simply not a route.
@@ -39,9 +42,7 @@ HOSTILE = {
     "delete-id-not-numeric": Hostile(
         "DELETE", BASE + "/abc", 422, headers={}, names_field=ID_FIELD
     ),
-    "patch-id-negative": Hostile(
-        "PATCH", BASE + "/-3", 422, b'{"name": "y"}', names_field=ID_FIELD
-    ),
+    "patch-id-negative": Hostile("PATCH", BASE + "/-3", 422, json_change(), names_field=ID_FIELD),
     # One resource, one URL: only canonical ASCII decimal ids (the row exists as /{id}).
     "id-with-fraction": get(BASE + "/{id}.0", names_field=ID_FIELD),
     "id-with-plus": get(BASE + "/+{id}", names_field=ID_FIELD),
@@ -55,7 +56,7 @@ HOSTILE = {
     "id-exponent": get(BASE + "/1e1", names_field=ID_FIELD),
     "id-hex": get(BASE + "/0x1", names_field=ID_FIELD),
     "patch-id-with-plus": Hostile(
-        "PATCH", BASE + "/+{id}", 422, b'{"name": "y"}', names_field=ID_FIELD
+        "PATCH", BASE + "/+{id}", 422, json_change(), names_field=ID_FIELD
     ),
     "delete-id-with-fraction": Hostile(
         "DELETE", BASE + "/{id}.0", 422, headers={}, names_field=ID_FIELD
@@ -70,7 +71,7 @@ HOSTILE = {
     "limit-float": get(BASE + "?limit=1e3", names_field="limit"),
     "after-negative": get(BASE + "?after=-1", names_field="after"),
     "after-above-int64": get(BASE + "?after=99999999999999999999", names_field="after"),
-    "after-sql-injection": get(BASE + "?after=0;DROP%20TABLE%20{{ cookiecutter.resource_plural }}", names_field="after"),
+    "after-sql-injection": get(BASE + f"?after=0;DROP%20TABLE%20{TABLE}", names_field="after"),
     "limit-with-underscore": get(BASE + "?limit=1_0", names_field="limit"),
     "limit-with-plus": get(BASE + "?limit=%2B5", names_field="limit"),
     "limit-with-leading-zero": get(BASE + "?limit=05", names_field="limit"),

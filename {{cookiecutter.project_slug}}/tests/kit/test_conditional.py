@@ -16,7 +16,8 @@ from {{ cookiecutter.package_name }}.kit.problems import ProblemError
 from {{ cookiecutter.package_name }}.serving.app import create_app
 from {{ cookiecutter.package_name }}.settings import Settings
 
-from ..conftest import BASE, PROBLEM, assert_problem, create, started
+from ..conftest import BASE, PROBLEM, TEMPLATE, assert_problem, create, started
+from ..declared import change
 
 WELL_FORMED = [
     '"1"',
@@ -100,7 +101,7 @@ async def test_if_match_repeated_on_two_lines_names_the_versions_of_both(
     path = f"{BASE}/{created['id']}"
     # The current version ("1") only on the second line: read alone, the first line is stale.
     headers = [("if-match", '"7"'), ("if-match", '"1"')]
-    response = await client.patch(path, json={"quantity": 2}, headers=headers)
+    response = await client.patch(path, json=change(), headers=headers)
     assert response.status_code == 200, response.text
     not_modified = await client.get(
         path, headers=[("if-none-match", '"9"'), ("if-none-match", '"2"')]
@@ -136,7 +137,7 @@ async def test_patch_with_a_weak_if_match_of_the_current_version_is_412(
 ) -> None:
     created = await create(client)
     response = await client.patch(
-        f"{BASE}/{created['id']}", json={"quantity": 2}, headers={"if-match": 'W/"1"'}
+        f"{BASE}/{created['id']}", json=change(), headers={"if-match": 'W/"1"'}
     )
     assert response.status_code == 412
     assert (await client.get(f"{BASE}/{created['id']}")).json()["version"] == 1
@@ -147,7 +148,7 @@ async def test_patch_with_a_list_of_etags_succeeds_when_any_one_is_current(
 ) -> None:
     created = await create(client)
     response = await client.patch(
-        f"{BASE}/{created['id']}", json={"quantity": 2}, headers={"if-match": '"0", "1"'}
+        f"{BASE}/{created['id']}", json=change(), headers={"if-match": '"0", "1"'}
     )
     assert response.status_code == 200, response.text
     assert response.headers["etag"] == '"2"'
@@ -167,7 +168,7 @@ async def test_patch_with_a_malformed_if_match_is_400_and_with_no_such_version_4
 ) -> None:
     created = await create(client)
     response = await client.patch(
-        f"{BASE}/{created['id']}", json={"quantity": 2}, headers={"if-match": tag}
+        f"{BASE}/{created['id']}", json=change(), headers={"if-match": tag}
     )
     assert_problem(response, status)
     assert response.headers["content-type"] == PROBLEM
@@ -209,13 +210,13 @@ async def test_require_if_match_refuses_blind_writes_with_428(
 ) -> None:
     created = await create(strict_client)
     path = f"{BASE}/{created['id']}"
-    blind_patch = await strict_client.patch(path, json={"quantity": 3})
+    blind_patch = await strict_client.patch(path, json=change())
     blind_delete = await strict_client.delete(path)
     assert (blind_patch.status_code, blind_delete.status_code) == (428, 428)
     assert blind_patch.headers["content-type"] == PROBLEM
     assert (await strict_client.get(path)).json()["version"] == 1
     assert (
-        await strict_client.patch(path, json={"quantity": 3}, headers={"if-match": '"1"'})
+        await strict_client.patch(path, json=change(), headers={"if-match": '"1"'})
     ).status_code == 200
     assert (await strict_client.delete(path, headers={"if-match": "*"})).status_code == 204
 
@@ -224,7 +225,7 @@ async def test_if_match_pattern_and_statuses_are_in_the_openapi_document(
     client: httpx.AsyncClient,
 ) -> None:
     schema = (await client.get("/openapi.json")).json()
-    item = schema["paths"][BASE + "/{{ '{' }}{{ cookiecutter.resource }}_id{{ '}' }}"]
+    item = schema["paths"][TEMPLATE]
     for method in ("patch", "delete"):
         header = next(p for p in item[method]["parameters"] if p["name"] == "if-match")
         assert header["schema"]["type"] == "array"  # one list, on one line or several

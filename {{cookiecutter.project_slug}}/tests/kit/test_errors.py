@@ -13,6 +13,7 @@ from {{ cookiecutter.package_name }}.serving.app import create_app
 from {{ cookiecutter.package_name }}.settings import Settings
 
 from ..conftest import BASE, assert_problem, in_process_client, lifespan
+from ..declared import new_body
 
 INTERNALS = (
     "Traceback",
@@ -61,7 +62,7 @@ async def test_unknown_route_is_a_problem_404(client: httpx.AsyncClient) -> None
 
 
 async def test_wrong_method_is_a_problem_405(client: httpx.AsyncClient) -> None:
-    response = await client.put("/{{ cookiecutter.resource_plural }}")
+    response = await client.put(BASE)
     assert response.status_code == 405
     assert response.headers["content-type"] == "application/problem+json"
 
@@ -88,7 +89,7 @@ async def test_error_responses_reveal_no_stack_trace_sql_or_library(
         await client.get("/nowhere"),
         await client.put(BASE),
         await client.post(BASE, content=b"{", headers={"content-type": "application/json"}),
-        await client.post(BASE, json={"name": "x", "price_cents": -1}),
+        await client.post(BASE, json={**new_body(), "unknown": 1}),
         await client.post(BASE, content=b"x", headers={"content-type": "text/plain"}),
         await client.get(f"{BASE}?after=1;SELECT"),
     ]

@@ -22,6 +22,7 @@ from {{ cookiecutter.package_name }}.serving.resources import ROUTERS
 from {{ cookiecutter.package_name }}.settings import Settings
 
 from ..conftest import BASE, started
+from ..declared import change, new_body
 
 ROUTE_HANDLER = {internal.qualname: internal for internal in internals.ROUTE_HANDLER}
 PARAM_READER = {internal.qualname: internal for internal in internals.PARAM_READER}
@@ -102,7 +103,7 @@ async def _guarded(settings: Settings, headers: dict[str, str]) -> AsyncIterator
 
 
 async def _assert_guarded_and_serving(client: httpx.AsyncClient) -> None:
-    created = await client.post(BASE, json={"name": "contract", "price_cents": 1})
+    created = await client.post(BASE, json=new_body())
     assert created.status_code == 201, created.text
     item = created.json()["id"]
     for method, path in [
@@ -113,7 +114,7 @@ async def _assert_guarded_and_serving(client: httpx.AsyncClient) -> None:
         ("DELETE", f"{BASE}/{item}"),
         ("GET", "/readyz"),
     ]:
-        response = await client.request(method, f"/guarded{path}", json={"quantity": 1})
+        response = await client.request(method, f"/guarded{path}", json=change())
         assert response.status_code == 401, (method, path, response.text)
     assert (await client.get(f"{BASE}/{item}")).status_code == 200
     assert (await client.get(f"{BASE}/abc")).status_code == 422

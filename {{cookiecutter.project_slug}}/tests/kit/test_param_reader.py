@@ -7,12 +7,13 @@ headers a client acts on.
 """
 
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack
 from typing import Any
 
 import fastapi.routing
 import httpx
+import orjson
 import pytest
 from fastapi import FastAPI
 from fastapi.dependencies.utils import solve_dependencies
@@ -22,16 +23,75 @@ from {{ cookiecutter.package_name }}.kit.routing import FastRoute
 from {{ cookiecutter.package_name }}.serving.app import create_app
 from {{ cookiecutter.package_name }}.settings import Settings
 
-from ..conftest import in_process_client, lifespan
+from ..conftest import BASE, first_field, in_process_client, lifespan
+from ..declared import change, first_resource, new_body
 
-BASE = "/{{ cookiecutter.resource_plural }}"
 JSON = {"content-type": "application/json"}
-VALID = b'{"name": "shape", "price_cents": 100}'
 COMPARED_HEADERS = ("content-type", "etag", "location", "allow", "retry-after")
 _TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT[0-9:.]+(?:Z|[+-]\d\d:\d\d)")
 
+# The fields the body shapes aim at, whatever the first resource declares: a number where there
+# is one, a one-line or text string where there is one, a required field where there is one.
+_ANY = next(iter(first_resource().fields.model_fields))
+_NUMBER = first_field("int", "bigint", "money") or _ANY
+_TEXT = first_field("str", "text") or _ANY
+_REQUIRED = first_field(required=True) or _ANY
+_RAW = "<raw value>"
+
+# The values a request sent, so that the fresh values each app's requests send are masked alike.
+Sent = list[dict[str, Any]]
+# A body is built for each request: every body carries fresh values (unique fields stay unique).
+Body = Callable[[Sent], bytes]
+
+
+def _valid(sent: Sent) -> bytes:
+    body = new_body()
+    sent.append(body)
+    return orjson.dumps(body)
+
+
+def _with(field: str | None, raw: bytes) -> Body:
+    """A valid body whose `field` is written as `raw` (JSON or not)."""
+
+    def build(sent: Sent) -> bytes:
+        body = new_body()
+        sent.append(body)
+        return orjson.dumps({**body, field: _RAW}).replace(orjson.dumps(_RAW), raw)
+
+    return build
+
+
+def _without(field: str | None) -> Body:
+    def build(sent: Sent) -> bytes:
+        body = {name: value for name, value in new_body().items() if name != field}
+        sent.append(body)
+        return orjson.dumps(body)
+
+    return build
+
+
+def _change(sent: Sent) -> bytes:
+    body = change()
+    sent.append(body)
+    return orjson.dumps(body)
+
+
+def _extra(sent: Sent) -> bytes:
+    body = new_body()
+    sent.append(body)
+    return orjson.dumps({**body, "x": 1})
+
+
+def _fixed(content: bytes) -> Body:
+    return lambda sent: content
+
+
+def _suffixed(body: Body, suffix: bytes) -> Body:
+    return lambda sent: body(sent) + suffix
+
+
 # (method, path with {id} for a fresh row's id, body, headers)
-Shape = tuple[str, str, bytes | None, dict[str, str] | list[tuple[str, str]]]
+Shape = tuple[str, str, Body | None, dict[str, str] | list[tuple[str, str]]]
 SHAPES: dict[str, Shape] = {
     "get": ("GET", "/{id}", None, {}),
     "get-zero": ("GET", "/0", None, {}),
@@ -57,49 +117,49 @@ SHAPES: dict[str, Shape] = {
     "page-both": ("GET", "?limit=2&after=1", None, {}),
     "page-limit-twice": ("GET", "?limit=1&limit=2", None, {}),
     "page-unknown-parameter": ("GET", "?colour=red", None, {}),
-    "create": ("POST", "", VALID, JSON),
-    "create-json-charset": ("POST", "", VALID, {"content-type": "application/json; charset=utf-8"}),
-    "create-json-suffix": ("POST", "", VALID, {"content-type": "application/vnd.api+json"}),
-    "create-text-plain": ("POST", "", VALID, {"content-type": "text/plain"}),
-    "create-no-content-type": ("POST", "", VALID, {}),
+    "create": ("POST", "", _valid, JSON),
+    "create-json-charset": (
+        "POST",
+        "",
+        _valid,
+        {"content-type": "application/json; charset=utf-8"},
+    ),
+    "create-json-suffix": ("POST", "", _valid, {"content-type": "application/vnd.api+json"}),
+    "create-text-plain": ("POST", "", _valid, {"content-type": "text/plain"}),
+    "create-no-content-type": ("POST", "", _valid, {}),
     "create-two-content-types": (
         "POST",
         "",
-        VALID,
+        _valid,
         [("content-type", "text/plain"), ("content-type", "application/json")],
     ),
-    "create-empty-body": ("POST", "", b"", JSON),
-    "create-invalid-json": ("POST", "", b'{"name": ', JSON),
-    "create-trailing-garbage": ("POST", "", VALID + b"xyz", JSON),
-    "create-not-utf8": ("POST", "", b'{"name": "\xff", "price_cents": 1}', JSON),
-    "create-nan": ("POST", "", b'{"name": "n", "price_cents": NaN}', JSON),
-    "create-array": ("POST", "", b"[]", JSON),
-    "create-null": ("POST", "", b"null", JSON),
-    "create-missing-name": ("POST", "", b'{"price_cents": 1}', JSON),
-    "create-extra-field": ("POST", "", b'{"name": "e", "price_cents": 1, "x": 1}', JSON),
-    "create-price-as-string": ("POST", "", b'{"name": "s", "price_cents": "12"}', JSON),
-    "create-price-above-int64": (
-        "POST",
-        "",
-        b'{"name": "b", "price_cents": 9223372036854775808}',
-        JSON,
-    ),
-    "create-control-character": ("POST", "", b'{"name": "a\\u0001b", "price_cents": 1}', JSON),
-    "create-nested-deeply": ("POST", "", b"[" * 5000 + b"]" * 5000, JSON),
-    "patch": ("PATCH", "/{id}", b'{"quantity": 4}', JSON),
-    "patch-if-match-current": ("PATCH", "/{id}", b'{"quantity": 4}', {**JSON, "if-match": '"1"'}),
-    "patch-if-match-stale": ("PATCH", "/{id}", b'{"quantity": 4}', {**JSON, "if-match": '"7"'}),
-    "patch-if-match-malformed": ("PATCH", "/{id}", b'{"quantity": 4}', {**JSON, "if-match": "7"}),
-    "patch-empty-object": ("PATCH", "/{id}", b"{}", JSON),
-    "patch-null-name": ("PATCH", "/{id}", b'{"name": null}', JSON),
-    "patch-text-plain": ("PATCH", "/{id}", b'{"quantity": 4}', {"content-type": "text/plain"}),
-    "patch-invalid-json": ("PATCH", "/{id}", b"{", JSON),
-    "patch-missing": ("PATCH", "/999999999999", b'{"quantity": 4}', JSON),
-    "patch-word-id": ("PATCH", "/abc", b'{"quantity": 4}', JSON),
+    "create-empty-body": ("POST", "", _fixed(b""), JSON),
+    "create-invalid-json": ("POST", "", _fixed(b'{"field": '), JSON),
+    "create-trailing-garbage": ("POST", "", _suffixed(_valid, b"xyz"), JSON),
+    "create-not-utf8": ("POST", "", _with(_TEXT, b'"\xff"'), JSON),
+    "create-nan": ("POST", "", _with(_NUMBER, b"NaN"), JSON),
+    "create-array": ("POST", "", _fixed(b"[]"), JSON),
+    "create-null": ("POST", "", _fixed(b"null"), JSON),
+    "create-missing-required-field": ("POST", "", _without(_REQUIRED), JSON),
+    "create-extra-field": ("POST", "", _extra, JSON),
+    "create-number-as-string": ("POST", "", _with(_NUMBER, b'"12"'), JSON),
+    "create-number-above-int64": ("POST", "", _with(_NUMBER, b"9223372036854775808"), JSON),
+    "create-control-character": ("POST", "", _with(_TEXT, b'"a\\u0001b"'), JSON),
+    "create-nested-deeply": ("POST", "", _fixed(b"[" * 5000 + b"]" * 5000), JSON),
+    "patch": ("PATCH", "/{id}", _change, JSON),
+    "patch-if-match-current": ("PATCH", "/{id}", _change, {**JSON, "if-match": '"1"'}),
+    "patch-if-match-stale": ("PATCH", "/{id}", _change, {**JSON, "if-match": '"7"'}),
+    "patch-if-match-malformed": ("PATCH", "/{id}", _change, {**JSON, "if-match": "7"}),
+    "patch-empty-object": ("PATCH", "/{id}", _fixed(b"{}"), JSON),
+    "patch-null-required-field": ("PATCH", "/{id}", _fixed(orjson.dumps({_REQUIRED: None})), JSON),
+    "patch-text-plain": ("PATCH", "/{id}", _change, {"content-type": "text/plain"}),
+    "patch-invalid-json": ("PATCH", "/{id}", _fixed(b"{"), JSON),
+    "patch-missing": ("PATCH", "/999999999999", _change, JSON),
+    "patch-word-id": ("PATCH", "/abc", _change, JSON),
     "delete": ("DELETE", "/{id}", None, {}),
     "delete-missing": ("DELETE", "/999999999999", None, {}),
     "delete-word-id": ("DELETE", "/abc", None, {}),
-    "put": ("PUT", "/{id}", VALID, JSON),
+    "put": ("PUT", "/{id}", _valid, JSON),
 }
 
 
@@ -122,7 +182,7 @@ async def both(
         fast = await stack.enter_async_context(_client_of(fast_app, auth_headers))
         standard = await stack.enter_async_context(_client_of(standard_app, auth_headers))
         for _ in range(25):  # rows enough that the first page is the same for both
-            await fast.post(BASE, content=VALID, headers=JSON)
+            await fast.post(BASE, json=new_body())
         await _check_each_runs_its_handler(fast, standard)
         yield fast, standard
 
@@ -154,15 +214,23 @@ def _is_new(number: int, row_id: int) -> bool:
     return row_id <= number < row_id + 5
 
 
-def _normalised(value: Any, row_id: int) -> Any:
-    """The answer with what differs by construction (new rows' ids, timestamps) masked."""
+def _masked(key: str, item: Any, row_id: int, sent: Sent) -> Any:
+    if key == "id" and _is_new(item, row_id):
+        return "<id>"
+    if any(key in body and body[key] == item for body in sent):
+        return f"<sent {key}>"
+    return _normalised(item, row_id, sent)
+
+
+def _normalised(value: Any, row_id: int, sent: Sent) -> Any:
+    """The answer with what differs by construction (new rows' ids, the fresh values sent,
+    timestamps) masked."""
     if isinstance(value, dict):
-        return {
-            key: "<id>" if key == "id" and _is_new(item, row_id) else _normalised(item, row_id)
-            for key, item in value.items()
-        }
+        if "id" in value and not _is_new(value["id"], row_id):
+            sent = []  # a row neither app's request sent: the same for both
+        return {key: _masked(key, item, row_id, sent) for key, item in value.items()}
     if isinstance(value, list):
-        return [_normalised(item, row_id) for item in value]
+        return [_normalised(item, row_id, sent) for item in value]
     if isinstance(value, str):
         value = _TIMESTAMP.sub("<time>", value)
         return re.sub(r"\b\d+\b", lambda m: "<id>" if _is_new(int(m[0]), row_id) else m[0], value)
@@ -171,15 +239,18 @@ def _normalised(value: Any, row_id: int) -> Any:
 
 async def _answer(http: httpx.AsyncClient, shape: Shape) -> tuple[Any, ...]:
     method, path, body, headers = shape
-    row_id = (await http.post(BASE, content=VALID, headers=JSON)).json()["id"]
+    fresh = new_body()
+    sent = [fresh]
+    row_id = (await http.post(BASE, json=fresh)).json()["id"]
     url = BASE + path.replace("{id}", str(row_id))
-    response = await http.request(method, url, content=body, headers=headers)
+    content = None if body is None else body(sent)
+    response = await http.request(method, url, content=content, headers=headers)
     try:
-        content: Any = response.json()
+        answer: Any = response.json()
     except ValueError:
-        content = response.text
+        answer = response.text
     kept = {name: response.headers.get(name) for name in COMPARED_HEADERS}
-    return response.status_code, _normalised(content, row_id), _normalised(kept, row_id)
+    return response.status_code, _normalised(answer, row_id, sent), _normalised(kept, row_id, [])
 
 
 def test_the_table_covers_at_least_forty_shapes() -> None:

@@ -10,19 +10,16 @@ import pytest
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Request, Response
 from fastapi.dependencies.utils import solve_dependencies
 
-from {{ cookiecutter.package_name }}.{{ cookiecutter.resource_plural }} import routes
 from {{ cookiecutter.package_name }}.kit import state
 from {{ cookiecutter.package_name }}.kit.errors import install_error_handlers
 from {{ cookiecutter.package_name }}.kit.routing import FastRoute
 from {{ cookiecutter.package_name }}.observability.metrics import Metrics
 from {{ cookiecutter.package_name }}.serving.app import create_app
+from {{ cookiecutter.package_name }}.serving.resources import RESOURCES
 from {{ cookiecutter.package_name }}.settings import Settings
 
-from ..conftest import count_rows, lifespan, started
-
-BASE = "/{{ cookiecutter.resource_plural }}"
-TEMPLATE = "/{{ cookiecutter.resource_plural }}/{{ '{' }}{{ cookiecutter.resource }}_id{{ '}' }}"
-NEW = {"name": "guarded", "price_cents": 1}
+from ..conftest import BASE, TEMPLATE, count_rows, lifespan, started
+from ..declared import change, first_resource, new_body
 
 
 def _deny() -> None:
@@ -33,8 +30,8 @@ def _five_requests(prefix: str, item_id: int) -> list[tuple[str, str, dict[str, 
     return [
         ("GET", f"{prefix}{BASE}/{item_id}", {}),
         ("GET", f"{prefix}{BASE}", {}),
-        ("POST", f"{prefix}{BASE}", {"json": NEW}),
-        ("PATCH", f"{prefix}{BASE}/{item_id}", {"json": {"quantity": 9}}),
+        ("POST", f"{prefix}{BASE}", {"json": new_body()}),
+        ("PATCH", f"{prefix}{BASE}/{item_id}", {"json": change()}),
         ("DELETE", f"{prefix}{BASE}/{item_id}", {}),
     ]
 
@@ -47,7 +44,7 @@ async def guarded_client(
     dependency refuses everyone: the way an auth guard is added around existing routes."""
     app = create_app(settings)
     guard = APIRouter(dependencies=[Depends(_deny)])
-    guard.include_router(routes.router)
+    guard.include_router(first_resource().router)
     app.include_router(guard, prefix="/guarded")
     async with started(app, auth_headers) as http:
         yield http
@@ -56,7 +53,7 @@ async def guarded_client(
 async def test_a_dependency_around_the_resource_router_refuses_all_five_routes(
     guarded_client: httpx.AsyncClient, database_url: str
 ) -> None:
-    created = await guarded_client.post(BASE, json=NEW)
+    created = await guarded_client.post(BASE, json=new_body())
     item_id = created.json()["id"]
     rows = await count_rows(database_url)
     for method, url, extra in _five_requests("/guarded", item_id):
@@ -133,7 +130,7 @@ async def test_every_route_runs_the_fast_handler(
 ) -> None:
     # A fresh app: its routes' handlers are built after the standard one started counting.
     async with started(create_app(settings), auth_headers) as http:
-        item_id = (await http.post(BASE, json=NEW)).json()["id"]
+        item_id = (await http.post(BASE, json=new_body())).json()["id"]
         statuses = [
             (await http.request(method, url, **extra)).status_code
             for method, url, extra in _five_requests("", item_id)
@@ -176,9 +173,15 @@ async def test_every_handler_is_chosen_at_start_up_before_any_request(
     app = create_app(settings)
     async with lifespan(app):
         pass  # no request at all
-    assert sorted(built) == sorted(
-        [BASE, BASE, TEMPLATE, TEMPLATE, TEMPLATE, "/healthz", "/readyz"]
-    )
+    # Two collection routes and three one-row routes a resource.
+    declared = [
+        route.path
+        for resource in RESOURCES
+        for route in resource.router.routes
+        if isinstance(route, fastapi.routing.APIRoute)
+    ]
+    assert len(declared) == 5 * len(RESOURCES)
+    assert sorted(built) == sorted([*declared, "/healthz", "/readyz"])
 
 
 async def _nothing() -> None:
@@ -196,7 +199,7 @@ async def test_scope_route_is_the_route_fastapi_matched() -> None:
     # No lifespan either: the routes' state dependencies give nothing, the requests are refused.
     app.dependency_overrides.update({state.database: _nothing, state.settings: _nothing})
     router = APIRouter(route_class=FastRoute, dependencies=[Depends(record)])
-    router.include_router(routes.router)
+    router.include_router(first_resource().router)
     app.include_router(router)
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://t") as http:

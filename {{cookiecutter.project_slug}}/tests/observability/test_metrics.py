@@ -11,10 +11,7 @@ from fastapi import FastAPI
 from {{ cookiecutter.package_name }}.observability.metrics import Metrics
 from {{ cookiecutter.package_name }}.serving.metrics_listener import metrics_app
 
-from ..conftest import in_process_client
-
-BASE = "/{{ cookiecutter.resource_plural }}"
-TEMPLATE = "/{{ cookiecutter.resource_plural }}/{{ '{' }}{{ cookiecutter.resource }}_id{{ '}' }}"
+from ..conftest import BASE, TEMPLATE, in_process_client
 
 
 @pytest.fixture(scope="module")

@@ -19,9 +19,9 @@ from {{ cookiecutter.package_name }}.observability.tracing import Tracing
 from {{ cookiecutter.package_name }}.serving.app import create_app
 from {{ cookiecutter.package_name }}.settings import Settings
 
-from ..conftest import serve, started
+from ..conftest import BASE, serve, started
+from ..declared import new_body
 
-BASE = "/{{ cookiecutter.resource_plural }}"
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 SAMPLED_PARENT = {"traceparent": f"00-{TRACE_ID}-00f067aa0ba902b7-01"}
 
@@ -58,9 +58,7 @@ async def test_a_sampled_traceparent_gets_one_request_span_and_one_per_database_
 ) -> None:
     client, exporter = traced
     _spans(exporter)
-    response = await client.post(
-        BASE, json={"name": "traced", "price_cents": 1}, headers=SAMPLED_PARENT
-    )
+    response = await client.post(BASE, json=new_body(), headers=SAMPLED_PARENT)
     assert response.status_code == 201
     spans = _spans(exporter)
     (server,) = [span for span in spans if span.kind is SpanKind.SERVER]

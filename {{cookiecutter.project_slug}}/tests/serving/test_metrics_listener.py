@@ -28,7 +28,7 @@ async def test_metrics_listener_serves_only_metrics_on_its_port_and_closes_it() 
         assert bound == port
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
             scraped = await http.get("/metrics")
-            elsewhere = await http.get("/{{ cookiecutter.resource_plural }}")
+            elsewhere = await http.get(BASE)
     assert scraped.status_code == 200
     assert "python_gc_collections_total" in scraped.text
     assert elsewhere.status_code == 404

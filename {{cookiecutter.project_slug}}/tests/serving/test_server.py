@@ -20,13 +20,14 @@ from {{ cookiecutter.package_name }}.serving.server import http_config
 from {{ cookiecutter.package_name }}.settings import Settings
 
 from ..conftest import BASE, serve
+from ..declared import new_body
 
 
 def test_served_process_creates_and_reads_over_tcp(
     served_url: str, auth_headers: dict[str, str]
 ) -> None:
     with httpx.Client(base_url=served_url, headers=auth_headers) as http:
-        created = http.post("/{{ cookiecutter.resource_plural }}", json={"name": "over tcp", "price_cents": 5})
+        created = http.post(BASE, json=new_body())
         assert created.status_code == 201
         fetched = http.get(created.headers["location"])
     assert fetched.status_code == 200
@@ -38,7 +39,7 @@ def test_head_answers_the_headers_of_get_without_the_body(
     served_url: str, auth_headers: dict[str, str]
 ) -> None:
     with httpx.Client(base_url=served_url, headers=auth_headers) as http:
-        location = http.post("/{{ cookiecutter.resource_plural }}", json={"name": "head", "price_cents": 5}).headers["location"]
+        location = http.post(BASE, json=new_body()).headers["location"]
         got, head = http.get(location), http.head(location)
     assert head.status_code == 200
     assert head.content == b""

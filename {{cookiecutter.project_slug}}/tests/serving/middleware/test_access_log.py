@@ -14,10 +14,9 @@ from {{ cookiecutter.package_name }}.serving.middleware.edge import EdgeMiddlewa
 from {{ cookiecutter.package_name }}.serving.middleware.edge.access_log import AccessLog
 from {{ cookiecutter.package_name }}.serving.middleware.edge.request_metrics import RequestMetrics
 
-from ...conftest import BASE, in_process_client, serve
+from ...conftest import BASE, TEMPLATE, in_process_client, serve
 from .conftest import ROUTE, answering
 
-TEMPLATE = "/{{ cookiecutter.resource_plural }}/{{ '{' }}{{ cookiecutter.resource }}_id{{ '}' }}"
 Events = list[MutableMapping[str, Any]]
 
 

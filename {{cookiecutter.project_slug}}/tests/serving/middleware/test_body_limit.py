@@ -4,11 +4,13 @@ import socket
 from collections.abc import AsyncIterator
 
 import httpx
+import orjson
 from starlette.types import Message, Receive, Scope, Send
 
 from {{ cookiecutter.package_name }}.serving.middleware.body_limit import BodySizeLimitMiddleware
 
-BASE = "/{{ cookiecutter.resource_plural }}"
+from ...conftest import BASE
+from ...declared import new_body
 
 
 def _answer(connection: socket.socket) -> bytes:
@@ -94,8 +96,9 @@ async def test_an_oversize_chunked_body_is_cut_off_with_a_413(client: httpx.Asyn
 
 async def test_a_small_chunked_body_passes(client: httpx.AsyncClient) -> None:
     async def chunks() -> AsyncIterator[bytes]:
-        yield b'{"name": "chunked", '
-        yield b'"price_cents": 3}'
+        body = orjson.dumps(new_body())
+        yield body[:5]
+        yield body[5:]
 
     response = await client.post(
         BASE, content=chunks(), headers={"content-type": "application/json"}

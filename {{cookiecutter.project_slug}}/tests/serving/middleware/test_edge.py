@@ -9,16 +9,14 @@ import pytest
 from fastapi import FastAPI
 from starlette.types import Message, Receive, Scope, Send
 
-from {{ cookiecutter.package_name }}.{{ cookiecutter.resource_plural }} import repository
+from {{ cookiecutter.package_name }}.db import Database
 from {{ cookiecutter.package_name }}.observability.metrics import Metrics
 from {{ cookiecutter.package_name }}.serving.middleware.edge import EdgeMiddleware
 from {{ cookiecutter.package_name }}.serving.middleware.edge.access_log import AccessLog
 from {{ cookiecutter.package_name }}.serving.middleware.edge.request_id import TrustedPeers
 from {{ cookiecutter.package_name }}.serving.middleware.edge.request_metrics import RequestMetrics
 
-from ...conftest import in_process_client
-
-BASE = "/{{ cookiecutter.resource_plural }}"
+from ...conftest import BASE, in_process_client
 
 
 async def _hello(scope: Scope, receive: Receive, send: Send) -> None:
@@ -120,10 +118,11 @@ async def _never(*args: Any) -> Any:
 async def test_an_unhandled_error_in_a_route_gets_the_same_answer(
     app: FastAPI, client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    async def broken(*args: Any, **kwargs: Any) -> Any:
-        raise RuntimeError("repository broke")
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("the database broke")
 
-    monkeypatch.setattr(repository, "get_{{ cookiecutter.resource }}", broken)
+    # Inside the route: the handler asks the database for a connection, which raises.
+    monkeypatch.setattr(Database, "connection", broken)
     response = await client.get(f"{BASE}/1", headers={"x-request-id": "route-fails-1"})
     assert response.status_code == 500
     assert response.headers["content-type"] == "application/problem+json"

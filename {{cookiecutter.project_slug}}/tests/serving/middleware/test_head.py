@@ -10,9 +10,8 @@ from starlette.types import Message, Receive, Scope, Send
 from {{ cookiecutter.package_name }}.observability.metrics import Metrics
 from {{ cookiecutter.package_name }}.serving.middleware.head import HeadAsGetMiddleware
 
-from ...conftest import BASE
-
-TEMPLATE = "/{{ cookiecutter.resource_plural }}/{{ '{' }}{{ cookiecutter.resource }}_id{{ '}' }}"
+from ...conftest import BASE, TEMPLATE
+from ...declared import new_body
 
 
 async def _never() -> Message:
@@ -62,7 +61,7 @@ async def _never_sent(message: Message) -> None:
 async def test_a_head_request_is_counted_and_logged_under_its_route_template(
     client: httpx.AsyncClient, app_metrics: Metrics, logged: list[MutableMapping[str, Any]]
 ) -> None:
-    created = await client.post(BASE, json={"name": "head", "price_cents": 1})
+    created = await client.post(BASE, json=new_body())
     response = await client.head(f"{BASE}/{created.json()['id']}")
     assert response.status_code == 200
     assert response.content == b""

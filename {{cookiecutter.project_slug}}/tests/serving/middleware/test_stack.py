@@ -11,9 +11,8 @@ from {{ cookiecutter.package_name }}.serving.app import create_app
 from {{ cookiecutter.package_name }}.serving.middleware import middleware_stack
 from {{ cookiecutter.package_name }}.settings import Settings
 
-from ...conftest import started
+from ...conftest import BASE, started
 
-BASE = "/{{ cookiecutter.resource_plural }}"
 ALLOWED = "https://shop.example"
 PREFLIGHT = {
     "Access-Control-Request-Method": "PATCH",
