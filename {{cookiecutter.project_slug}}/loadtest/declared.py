@@ -55,8 +55,8 @@ def _text(name: str, marker: Any, unique: bool) -> str:
 
 
 def _number(marker: Any, unique: bool) -> str:
-    """A number's template: `{u}` or `{n}` (or `1{n}` above a small lower bound) where its
-    bounds hold every value, else the marker's example."""
+    """A number's template: `{u}` or `{n}` (`1{n}` above a small lower bound, `-{n}` below an
+    upper bound of 0 or more) where its bounds hold every value, else the marker's example."""
     low, high = marker.ge, marker.le
     if unique and low <= UNIQUE_RANGE[0] and UNIQUE_RANGE[1] - 1 <= high:
         return "{u}"
@@ -64,6 +64,8 @@ def _number(marker: Any, unique: bool) -> str:
         return "{n}"
     if low <= 10 and high >= 2 * RANDOM_BELOW - 1:  # 1{n}: 10 .. 1999999
         return "1{n}"
+    if low <= -(RANDOM_BELOW - 1) and high >= 0:  # -{n}: -999999 .. 0
+        return "-{n}"
     return json.dumps(marker.example)
 
 
