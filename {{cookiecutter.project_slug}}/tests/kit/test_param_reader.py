@@ -44,42 +44,31 @@ Sent = list[dict[str, Any]]
 Body = Callable[[Sent], bytes]
 
 
-def _valid(sent: Sent) -> bytes:
-    body = new_body()
-    sent.append(body)
-    return orjson.dumps(body)
-
-
-def _with(field: str | None, raw: bytes) -> Body:
-    """A valid body whose `field` is written as `raw` (JSON or not)."""
+def _fresh(make: Callable[[], dict[str, Any]], raw: tuple[str, bytes] | None = None) -> Body:
+    """A body of fresh values from `make`, with one field written as raw bytes if `raw` names one
+    (JSON or not)."""
 
     def build(sent: Sent) -> bytes:
-        body = new_body()
+        body = make()
         sent.append(body)
-        return orjson.dumps({**body, field: _RAW}).replace(orjson.dumps(_RAW), raw)
+        if raw is None:
+            return orjson.dumps(body)
+        return orjson.dumps({**body, raw[0]: _RAW}).replace(orjson.dumps(_RAW), raw[1])
 
     return build
 
 
-def _without(field: str | None) -> Body:
-    def build(sent: Sent) -> bytes:
-        body = {name: value for name, value in new_body().items() if name != field}
-        sent.append(body)
-        return orjson.dumps(body)
-
-    return build
+def _with(field: str, raw: bytes) -> Body:
+    return _fresh(new_body, (field, raw))
 
 
-def _change(sent: Sent) -> bytes:
-    body = change()
-    sent.append(body)
-    return orjson.dumps(body)
+def _without(field: str) -> Body:
+    return _fresh(lambda: {name: value for name, value in new_body().items() if name != field})
 
 
-def _extra(sent: Sent) -> bytes:
-    body = new_body()
-    sent.append(body)
-    return orjson.dumps({**body, "x": 1})
+_valid = _fresh(new_body)
+_change = _fresh(change)
+_extra = _fresh(lambda: {**new_body(), "x": 1})
 
 
 def _fixed(content: bytes) -> Body:
