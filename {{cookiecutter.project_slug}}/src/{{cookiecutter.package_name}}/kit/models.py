@@ -11,7 +11,11 @@ from the declaration) and in the tests (they derive their bodies from it).
 """
 
 from datetime import datetime
+{% if cookiecutter.python_version == "3.11" -%}
 from typing import Annotated, Any, Generic, Self, TypeVar
+{%- else -%}
+from typing import Annotated, Any, Self
+{%- endif %}
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
@@ -76,10 +80,14 @@ class Stored(BaseModel):
     version: int = Field(description="Read-only; +1 per update; the ETag.")
 
 
+{% if cookiecutter.python_version == "3.11" -%}
 RowT = TypeVar("RowT", bound=BaseModel)
 
 
 class Page(BaseModel, Generic[RowT]):
+{%- else -%}
+class Page[RowT: BaseModel](BaseModel):
+{%- endif %}
     """One keyset page: the rows, and where the next page starts."""
 
     data: list[RowT]
