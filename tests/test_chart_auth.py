@@ -117,6 +117,21 @@ def test_helm_refuses_api_key_digests_that_are_not_sha256_and_takes_an_escaped_c
     assert service_settings(api_key_project, objects)["api_key_hashes"] == [DIGEST_A, DIGEST_B]
 
 
+def test_the_chart_carries_each_api_key_s_scopes_to_the_service_and_refuses_an_unknown_scope(
+    api_key_project: Path,
+) -> None:
+    chart = chart_of(api_key_project)
+    with pytest.raises(helm_python.HelmError, match="/auth/apiKey/hashes"):
+        render(chart, _with_keys(f"{DIGEST_A}:admin"))
+    # A read-only key beside a key that may do both, given the documented way.
+    documented = helm_python.parse_set_string(
+        f"auth.apiKey.hashes={DIGEST_A}:read\\,{DIGEST_B}:read\\,write"
+    )
+    objects = render(chart, merge(DATABASE, documented))
+    settings = service_settings(api_key_project, objects)
+    assert settings["api_key_hashes"] == [f"{DIGEST_A}:read", f"{DIGEST_B}:read,write"]
+
+
 @pytest.mark.parametrize("version", KUBERNETES_VERSIONS)
 @pytest.mark.parametrize("as_files", [False, True], ids=["as-variables", "as-files"])
 def test_every_object_of_an_auth_bake_with_every_option_on_lints_and_is_valid(

@@ -39,6 +39,11 @@ def test_the_environment_wins_over_a_file(
 def test_the_api_key_digests_come_from_a_file(secrets_dir: Path) -> None:
     (secrets_dir / "API_KEY_HASHES").write_text(f"{'a' * 64},{'b' * 64}\n")
     assert Settings(app_env="dev").api_key_hashes == ["a" * 64, "b" * 64]
+
+
+def test_the_api_key_scopes_come_from_the_file_with_their_digests(secrets_dir: Path) -> None:
+    (secrets_dir / "API_KEY_HASHES").write_text(f"{'a' * 64}:read,{'b' * 64}:read,write\n")
+    assert Settings(app_env="dev").api_keys == {"a" * 64: {"read"}, "b" * 64: {"read", "write"}}
 {%- elif cookiecutter.auth == "jwt" %}
 
 

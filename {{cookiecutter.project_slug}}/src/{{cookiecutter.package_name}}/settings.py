@@ -1,6 +1,9 @@
 """The one Settings class: read from the environment once, at start-up, and passed down."""
 
 import ipaddress
+{%- if cookiecutter.auth == "api_key" %}
+from functools import cached_property
+{%- endif %}
 from pathlib import Path
 from typing import Annotated, Literal, Self
 
@@ -11,6 +14,10 @@ from .settings_sources import SECRETS_DIR, EnvironmentThenSecretFiles
 
 # A comma-separated list in the environment, e.g. CORS_ALLOW_ORIGINS=https://a.example,https://b.example
 CommaList = Annotated[list[str], NoDecode]
+{%- if cookiecutter.auth == "api_key" %}
+# What an API key may be allowed to do (API_KEY_HASHES): the roles READ and WRITE of kit/auth.py.
+API_KEY_SCOPES = ("read", "write")
+{%- endif %}
 
 
 class Settings(EnvironmentThenSecretFiles):
@@ -175,7 +182,8 @@ class Settings(EnvironmentThenSecretFiles):
     api_key_hashes: CommaList = Field(
         [],
         description="Comma-separated SHA-256 hex digests of the accepted API keys (several at once "
-        "for rotation); required unless APP_ENV=dev.",
+        "for rotation), each alone (reads and writes) or followed by its scopes: `<digest>:read`, "
+        "`<digest>:read,write`; required unless APP_ENV=dev.",
     )
 {%- elif cookiecutter.auth == "jwt" %}
 
@@ -241,10 +249,36 @@ class Settings(EnvironmentThenSecretFiles):
     @field_validator("api_key_hashes")
     @classmethod
     def _check_digests(cls, value: list[str]) -> list[str]:
-        digests = [item.lower() for item in value]
-        if any(len(item) != 64 or set(item) - set("0123456789abcdef") for item in digests):
-            raise ValueError("each entry must be a SHA-256 hex digest (64 hex digits)")
-        return digests
+        # One key per entry: its digest, alone or followed by `:scope`; a bare scope after an entry
+        # continues that entry's list (`<digest>:read,write` arrives split at its comma).
+        entries: list[tuple[str, list[str]]] = []
+        for item in (item.lower() for item in value):
+            if item in API_KEY_SCOPES and entries and entries[-1][1]:
+                entries[-1][1].append(item)
+                continue
+            digest, colon, scope = item.partition(":")
+            if len(digest) != 64 or set(digest) - set("0123456789abcdef"):
+                raise ValueError("each entry must be a SHA-256 hex digest (64 hex digits)")
+            if colon and scope not in API_KEY_SCOPES:
+                raise ValueError(
+                    f"a key's scopes are {' and '.join(API_KEY_SCOPES)}, not {scope!r}"
+                )
+            if digest in (known for known, _ in entries):
+                raise ValueError(f"the digest {digest[:8]}... is listed twice")
+            entries.append((digest, [scope] if colon else []))
+        return [
+            f"{digest}:{','.join(sorted(set(scopes)))}" if scopes else digest
+            for digest, scopes in entries
+        ]
+
+    @cached_property
+    def api_keys(self) -> dict[str, frozenset[str]]:
+        """API_KEY_HASHES as digest -> scopes; a digest listed alone may read and write."""
+        keys = {}
+        for entry in self.api_key_hashes:
+            digest, _, scopes = entry.partition(":")
+            keys[digest] = frozenset(scopes.split(",")) if scopes else frozenset(API_KEY_SCOPES)
+        return keys
 {%- endif %}
 
     @field_validator("forwarded_allow_ips")
