@@ -297,6 +297,13 @@ def serve(log: Path, **env: str) -> Iterator[str]:
     `env` comes on top of this process's environment minus DATABASE_URL (a test names the
     database its server uses); /metrics is on a free port unless METRICS_PORT says otherwise.
     """
+    with serve_process(log, **env) as (base, _):
+        yield base
+
+
+@contextmanager
+def serve_process(log: Path, **env: str) -> Iterator[tuple[str, "subprocess.Popen[bytes]"]]:
+    """As `serve`, yielding the process too (a test that kills it); stopped after, if alive."""
     port = free_port()
     inherited = {name: value for name, value in os.environ.items() if name != "DATABASE_URL"}
     variables = {
@@ -320,9 +327,10 @@ def serve(log: Path, **env: str) -> Iterator[str]:
         except RuntimeError:
             state = "did not answer" if process.poll() is None else f"exited ({process.returncode})"
             raise RuntimeError(f"the server {state}: {log.read_text()[-2000:]}") from None
-        yield base
+        yield base, process
     finally:
-        process.terminate()
+        if process.poll() is None:
+            process.terminate()
         process.wait(timeout=30)
 
 

@@ -114,6 +114,13 @@ class Settings(EnvironmentThenSecretFiles):
     require_if_match: bool = Field(
         False, description="PATCH and DELETE without If-Match get 428 instead of writing blindly."
     )
+    idempotency_ttl_seconds: int = Field(
+        86400,
+        ge=60,
+        le=30 * 86400,
+        description="Seconds a create's Idempotency-Key is kept: a retry within them gets the first "
+        "answer again; after them the key is free and its stored answer removed.",
+    )
     docs_in_prod: bool = Field(
         False,
         description="Serve /docs, /redoc and /openapi.json when APP_ENV=prod too (always in dev, test).",

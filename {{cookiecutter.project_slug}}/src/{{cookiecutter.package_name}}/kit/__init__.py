@@ -31,6 +31,7 @@ from .fields import (
     field_type,
     is_unique,
 )
+from .idempotency import IdempotencyKey, idempotently
 from .models import Declared, Page, Stored, changes_of
 from .numbers import INT64_MAX, INT64_MIN, JSON_EXACT_INTEGER
 from .problems import RETRY_AFTER_SECONDS, ProblemError, problem, retry_shortly
@@ -64,6 +65,7 @@ __all__ = [
     "Declared",
     "FastRoute",
     "FieldType",
+    "IdempotencyKey",
     "IfMatch",
     "IfNoneMatch",
     "Int",
@@ -87,6 +89,7 @@ __all__ = [
     "changes_of",
     "etag",
     "field_type",
+    "idempotently",
     "is_unique",
     "none_match",
     "not_found",

@@ -15,6 +15,7 @@ from ..db import Database
 from ..kit.auth import verifying_tokens
 {%- endif %}
 from ..kit.errors import install_error_handlers
+from ..kit.idempotency import sweep_expired_keys
 from ..kit.routing import build_route_handlers
 from ..kit.state import STATE_KEY, ServiceState
 from ..observability.logging import configure_logging
@@ -30,6 +31,8 @@ APPLICATION_NAME = "{{ cookiecutter.project_slug }}"
 logger = structlog.get_logger(__name__)
 # What the lifespan yields: Starlette's lifespan state, copied into every request's scope.
 State = dict[str, ServiceState]
+# How often each pod removes expired idempotency keys (a few short DELETEs when there are any).
+IDEMPOTENCY_SWEEP_SECONDS = 60.0
 
 
 def _tune_gc() -> None:
@@ -76,6 +79,7 @@ def create_app(
         logger.info("pool_opened", min_size=settings.pool_min_size, max_size=settings.pool_max_size)
         build_route_handlers(app)
         loop_lag = asyncio.create_task(metrics.watch_loop_lag())
+        sweeping = asyncio.create_task(sweep_expired_keys(database, IDEMPOTENCY_SWEEP_SECONDS))
         _tune_gc()
         try:
 {%- if cookiecutter.auth == "jwt" %}
@@ -85,9 +89,10 @@ def create_app(
             yield {STATE_KEY: ServiceState(database, settings)}
 {%- endif %}
         finally:
-            loop_lag.cancel()
-            with suppress(asyncio.CancelledError):
-                await loop_lag
+            for task in (sweeping, loop_lag):
+                task.cancel()
+                with suppress(asyncio.CancelledError):
+                    await task
             await database.close()
             logger.info("pool_closed")
             if tracing is not None:

@@ -1,0 +1,270 @@
+"""idempotency.py: a create sent with an Idempotency-Key, through the app on a real PostgreSQL
+(the first resource of serving/resources.py, bodies from its declaration)."""
+
+import asyncio
+import secrets
+
+import asyncpg
+import httpx
+import pytest
+
+{%- if cookiecutter.auth == "jwt" %}
+from loadtest.issuer import Issuer
+{%- endif %}
+
+from {{ cookiecutter.package_name }}.db import Database
+{%- if cookiecutter.auth == "api_key" %}
+from {{ cookiecutter.package_name }}.kit.auth import digest
+{%- endif %}
+from {{ cookiecutter.package_name }}.kit.idempotency import BATCH, HEADER, REPLAYED, remove_expired_keys
+from {{ cookiecutter.package_name }}.serving.app import create_app
+from {{ cookiecutter.package_name }}.settings import Settings
+
+from ..conftest import (
+{%- if cookiecutter.auth == "api_key" %}
+    API_KEY,
+{%- endif %}
+    BASE,
+{%- if cookiecutter.auth == "jwt" %}
+    READ_SCOPE,
+    WRITE_SCOPE,
+{%- endif %}
+    assert_problem,
+    count_rows,
+    fetch_value,
+    started,
+)
+from ..declared import new_body
+{%- if cookiecutter.auth == "jwt" %}
+
+SCOPES = f"{READ_SCOPE} {WRITE_SCOPE}"
+{%- endif %}
+
+
+def fresh_key() -> str:
+    return "key-" + secrets.token_hex(8)
+
+
+async def keys_named(database_url: str, key: str) -> int:
+    count: int = await fetch_value(
+        database_url, "SELECT count(*) FROM idempotency_keys WHERE key = $1", key
+    )
+    return count
+
+
+async def expire(database_url: str, key: str) -> None:
+    await fetch_value(
+        database_url,
+        "UPDATE idempotency_keys SET expires_at = now() - interval '1 second' WHERE key = $1",
+        key,
+    )
+
+
+async def test_a_retried_create_gets_the_first_answer_again_and_writes_one_row(
+    client: httpx.AsyncClient, database_url: str
+) -> None:
+    body, key = new_body(), fresh_key()
+    before = await count_rows(database_url)
+    first = await client.post(BASE, json=body, headers={HEADER: key})
+    retry = await client.post(BASE, json=body, headers={HEADER: key})
+    assert first.status_code == retry.status_code == 201, retry.text
+    assert retry.content == first.content
+    for name in ("location", "etag", "content-type"):
+        assert retry.headers[name] == first.headers[name]
+    assert REPLAYED.lower() not in first.headers
+    assert retry.headers[REPLAYED] == "true"
+    assert await count_rows(database_url) == before + 1
+
+
+async def test_a_create_without_the_header_stores_no_key_and_is_never_replayed(
+    client: httpx.AsyncClient, database_url: str
+) -> None:
+    stored = await fetch_value(database_url, "SELECT count(*) FROM idempotency_keys")
+    body = new_body()
+    first, second = [await client.post(BASE, json=body) for _ in range(2)]
+    assert first.status_code == 201, first.text
+    assert second.status_code in (201, 409)  # a second row, or a unique field taken
+    assert REPLAYED.lower() not in second.headers
+    assert await fetch_value(database_url, "SELECT count(*) FROM idempotency_keys") == stored
+
+
+async def test_the_same_key_with_another_body_is_422_and_writes_nothing(
+    client: httpx.AsyncClient, database_url: str
+) -> None:
+    key = fresh_key()
+    assert (await client.post(BASE, json=new_body(), headers={HEADER: key})).status_code == 201
+    before = await count_rows(database_url)
+    other = await client.post(BASE, json=new_body(), headers={HEADER: key})
+    assert HEADER in assert_problem(other, 422)["detail"]
+    assert await count_rows(database_url) == before
+
+
+@pytest.mark.parametrize(
+    "key", ["", "has space", "caf\u00e9", "tab\there", "k" * 256], ids=lambda key: repr(key)[:12]
+)
+async def test_a_malformed_or_over_long_key_is_400_naming_the_header(
+    client: httpx.AsyncClient, database_url: str, key: str
+) -> None:
+    before = await count_rows(database_url)
+    response = await client.post(
+        BASE, json=new_body(), headers={HEADER.encode(): key.encode("latin-1")}
+    )
+    assert HEADER in assert_problem(response, 400)["detail"]
+    assert await count_rows(database_url) == before
+
+
+async def test_a_key_of_255_visible_characters_is_accepted(client: httpx.AsyncClient) -> None:
+    key = (fresh_key() + "!~" * 200)[:255]
+    response = await client.post(BASE, json=new_body(), headers={HEADER: key})
+    assert response.status_code == 201, response.text
+
+
+async def test_concurrent_creates_with_one_key_write_one_row(
+    client: httpx.AsyncClient, database_url: str
+) -> None:
+    body, key = new_body(), fresh_key()
+    before = await count_rows(database_url)
+    answers = await asyncio.gather(
+        *(client.post(BASE, json=body, headers={HEADER: key}) for _ in range(8))
+    )
+    written = [a for a in answers if a.status_code == 201 and REPLAYED.lower() not in a.headers]
+    assert len(written) == 1
+    for answer in answers:
+        if answer is not written[0] and answer.status_code == 201:
+            assert answer.headers[REPLAYED] == "true"
+            assert answer.content == written[0].content
+        elif answer is not written[0]:
+            assert_problem(answer, 409)
+            assert answer.headers["retry-after"] == "1"
+    assert await count_rows(database_url) == before + 1
+
+
+async def test_a_retry_while_the_first_is_still_running_is_409(
+    client: httpx.AsyncClient, database_url: str
+) -> None:
+    key = fresh_key()
+    assert (await client.post(BASE, json=new_body(), headers={HEADER: key})).status_code == 201
+    client_id = await fetch_value(
+        database_url, "SELECT client FROM idempotency_keys WHERE key = $1", key
+    )
+    running = fresh_key()
+    holder = await asyncpg.connect(database_url)
+    try:
+        async with holder.transaction():  # holds the key's lock as a create in progress does
+            await holder.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended($1 || ' ' || $2, 0))",
+                client_id,
+                running,
+            )
+            response = await client.post(BASE, json=new_body(), headers={HEADER: running})
+    finally:
+        await holder.close()
+    assert HEADER in assert_problem(response, 409)["detail"]
+    assert await keys_named(database_url, running) == 0
+
+
+async def test_an_expired_key_is_free_again(client: httpx.AsyncClient, database_url: str) -> None:
+    body, key = new_body(), fresh_key()
+    first = await client.post(BASE, json=body, headers={HEADER: key})
+    await expire(database_url, key)
+    again = await client.post(BASE, json=body, headers={HEADER: key})
+    assert again.status_code in (201, 409)  # run again: a new row, or a unique field taken
+    assert REPLAYED.lower() not in again.headers
+    assert again.content != first.content
+    replay = await client.post(BASE, json=body, headers={HEADER: key})
+    assert replay.headers.get(REPLAYED) == ("true" if again.status_code == 201 else None)
+
+
+async def test_expired_keys_are_removed_in_batches_and_live_ones_kept(
+    settings: Settings, client: httpx.AsyncClient, database_url: str
+) -> None:
+    live = fresh_key()
+    assert (await client.post(BASE, json=new_body(), headers={HEADER: live})).status_code == 201
+    await fetch_value(
+        database_url,
+        """INSERT INTO idempotency_keys (client, key, fingerprint, status, body, expires_at)
+           SELECT 'expired', 'k' || n, '', 201, '', now() - interval '1 hour'
+             FROM generate_series(1, $1) AS n""",
+        BATCH + 1,
+    )
+    database = await Database.connect(settings, "test")
+    try:
+        assert await remove_expired_keys(database) >= BATCH + 1
+    finally:
+        await database.close()
+    expired = "SELECT count(*) FROM idempotency_keys WHERE expires_at <= now()"
+    assert await fetch_value(database_url, expired) == 0
+    assert await keys_named(database_url, live) == 1
+
+
+async def test_the_lifespan_removes_expired_keys(settings: Settings, database_url: str) -> None:
+    key = fresh_key()
+    await fetch_value(
+        database_url,
+        """INSERT INTO idempotency_keys (client, key, fingerprint, status, body, expires_at)
+           VALUES ('expired', $1, '', 201, '', now() - interval '1 hour')""",
+        key,
+    )
+    async with started(create_app(settings)):
+        for _ in range(500):  # the sweep runs as the app starts; 5 s at most
+            if await keys_named(database_url, key) == 0:
+                break
+            await asyncio.sleep(0.01)
+    assert await keys_named(database_url, key) == 0
+
+
+{%- if cookiecutter.auth == "jwt" %}
+
+
+async def test_a_key_is_kept_per_subject_so_another_client_gets_no_answer_of_it(
+    client: httpx.AsyncClient, issuer: Issuer
+) -> None:
+    body, key = new_body(), fresh_key()
+    first = await client.post(BASE, json=body, headers={HEADER: key})
+    other = {"Authorization": f"Bearer {issuer.token(sub='user-2', scope=SCOPES)}", HEADER: key}
+    answer = await client.post(BASE, json=body, headers=other)
+    assert answer.status_code in (201, 409)  # its own create: a new row, or a unique field taken
+    assert REPLAYED.lower() not in answer.headers
+    assert answer.content != first.content
+
+
+async def test_a_retry_with_a_refreshed_token_of_the_same_subject_is_answered(
+    client: httpx.AsyncClient, issuer: Issuer
+) -> None:
+    body, key = new_body(), fresh_key()
+    first = await client.post(BASE, json=body, headers={HEADER: key})
+    refreshed = {"Authorization": f"Bearer {issuer.token(scope=SCOPES, lifetime=900)}", HEADER: key}
+    retry = await client.post(BASE, json=body, headers=refreshed)
+    assert retry.headers[REPLAYED] == "true"
+    assert retry.content == first.content
+{%- elif cookiecutter.auth == "api_key" %}
+
+
+async def test_a_key_is_kept_per_api_key_so_another_client_gets_no_answer_of_it(
+    database_url: str,
+) -> None:
+    other_key = "other-" + secrets.token_urlsafe(24)
+    settings = Settings(
+        database_url=database_url,
+        app_env="test",
+        api_key_hashes=[digest(API_KEY), digest(other_key)],
+    )
+    body, key = new_body(), fresh_key()
+    async with started(create_app(settings)) as client:
+        first = await client.post(BASE, json=body, headers={"X-API-Key": API_KEY, HEADER: key})
+        answer = await client.post(BASE, json=body, headers={"X-API-Key": other_key, HEADER: key})
+        retry = await client.post(BASE, json=body, headers={"X-API-Key": API_KEY, HEADER: key})
+    assert first.status_code == 201, first.text
+    assert answer.status_code in (201, 409)  # its own create: a new row, or a unique field taken
+    assert REPLAYED.lower() not in answer.headers
+    assert answer.content != first.content
+    assert retry.headers[REPLAYED] == "true"
+{%- endif %}
+
+
+async def test_openapi_declares_the_header_on_create(client: httpx.AsyncClient) -> None:
+    operation = (await client.get("/openapi.json")).json()["paths"][BASE]["post"]
+    header = next(p for p in operation["parameters"] if p["name"] == HEADER)
+    assert header["in"] == "header"
+    assert header["required"] is False
+    assert {"400", "409", "422"} <= set(operation["responses"])
