@@ -32,6 +32,7 @@ from .fields import (
     is_unique,
 )
 from .idempotency import IdempotencyKey, idempotently
+from .idempotency import IdempotencyKey, idempotently
 from .models import Declared, Page, Stored, changes_of
 from .numbers import INT64_MAX, INT64_MIN, JSON_EXACT_INTEGER
 from .problems import RETRY_AFTER_SECONDS, ProblemError, problem, retry_shortly
@@ -66,6 +67,7 @@ __all__ = [
     "FastRoute",
     "FieldType",
     "IdempotencyKey",
+    "IdempotencyKey",
     "IfMatch",
     "IfNoneMatch",
     "Int",
@@ -89,6 +91,7 @@ __all__ = [
     "changes_of",
     "etag",
     "field_type",
+    "idempotently",
     "idempotently",
     "is_unique",
     "none_match",
