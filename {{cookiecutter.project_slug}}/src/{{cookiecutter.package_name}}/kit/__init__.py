@@ -33,6 +33,7 @@ from .fields import (
 )
 from .idempotency import IdempotencyKey, idempotently
 from .idempotency import IdempotencyKey, idempotently
+from .idempotency import IdempotencyKey, idempotently
 from .models import Declared, Page, Stored, changes_of
 from .numbers import INT64_MAX, INT64_MIN, JSON_EXACT_INTEGER
 from .problems import RETRY_AFTER_SECONDS, ProblemError, problem, retry_shortly
@@ -68,6 +69,7 @@ __all__ = [
     "FieldType",
     "IdempotencyKey",
     "IdempotencyKey",
+    "IdempotencyKey",
     "IfMatch",
     "IfNoneMatch",
     "Int",
@@ -91,6 +93,7 @@ __all__ = [
     "changes_of",
     "etag",
     "field_type",
+    "idempotently",
     "idempotently",
     "idempotently",
     "is_unique",
