@@ -34,6 +34,7 @@ from .fields import (
 from .idempotency import IdempotencyKey, idempotently
 from .idempotency import IdempotencyKey, idempotently
 from .idempotency import IdempotencyKey, idempotently
+from .idempotency import IdempotencyKey, idempotently
 from .models import Declared, Page, Stored, changes_of
 from .numbers import INT64_MAX, INT64_MIN, JSON_EXACT_INTEGER
 from .problems import RETRY_AFTER_SECONDS, ProblemError, problem, retry_shortly
@@ -70,6 +71,7 @@ __all__ = [
     "IdempotencyKey",
     "IdempotencyKey",
     "IdempotencyKey",
+    "IdempotencyKey",
     "IfMatch",
     "IfNoneMatch",
     "Int",
@@ -93,6 +95,7 @@ __all__ = [
     "changes_of",
     "etag",
     "field_type",
+    "idempotently",
     "idempotently",
     "idempotently",
     "idempotently",
