@@ -32,9 +32,6 @@ from .fields import (
     is_unique,
 )
 from .idempotency import IdempotencyKey, idempotently
-from .idempotency import IdempotencyKey, idempotently
-from .idempotency import IdempotencyKey, idempotently
-from .idempotency import IdempotencyKey, idempotently
 from .models import Declared, Page, Stored, changes_of
 from .numbers import INT64_MAX, INT64_MIN, JSON_EXACT_INTEGER
 from .problems import RETRY_AFTER_SECONDS, ProblemError, problem, retry_shortly
@@ -69,9 +66,6 @@ __all__ = [
     "FastRoute",
     "FieldType",
     "IdempotencyKey",
-    "IdempotencyKey",
-    "IdempotencyKey",
-    "IdempotencyKey",
     "IfMatch",
     "IfNoneMatch",
     "Int",
@@ -95,9 +89,6 @@ __all__ = [
     "changes_of",
     "etag",
     "field_type",
-    "idempotently",
-    "idempotently",
-    "idempotently",
     "idempotently",
     "is_unique",
     "none_match",
