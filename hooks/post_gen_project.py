@@ -45,7 +45,16 @@ def write_chart_readme() -> None:
 
 def generate_first_resource() -> None:
     """The first resource, rendered by the generator `make resource` runs (scaffold/)."""
-    command = [sys.executable, "-m", "scaffold", "add", RESOURCE, RESOURCE_PLURAL, "--fields", FIELDS]
+    command = [
+        sys.executable,
+        "-m",
+        "scaffold",
+        "add",
+        RESOURCE,
+        RESOURCE_PLURAL,
+        "--fields",
+        FIELDS,
+    ]
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
 
 

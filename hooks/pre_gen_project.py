@@ -30,7 +30,11 @@ def problems() -> list[str]:
             f"project_slug {SLUG!r} is not a valid name: use lowercase letters, digits and "
             "single hyphens, starting with a letter (e.g. 'inventory-service')"
         )
-    if not PACKAGE.isidentifier() or keyword.iskeyword(PACKAGE) or not SNAKE_CASE.fullmatch(PACKAGE):
+    if (
+        not PACKAGE.isidentifier()
+        or keyword.iskeyword(PACKAGE)
+        or not SNAKE_CASE.fullmatch(PACKAGE)
+    ):
         found.append(f"package_name {PACKAGE!r} is not a lowercase Python identifier")
     elif PACKAGE in MODULES or PACKAGE in sys.stdlib_module_names:
         found.append(f"package_name {PACKAGE!r} is a reserved word: it would shadow a module")
