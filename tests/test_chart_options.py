@@ -14,10 +14,12 @@ from .charting import (
     EVERYTHING_ON,
     RELEASE,
     find,
+    merge,
     pod_selectors,
     render,
     run_helm_test,
     selects,
+    service_settings,
 )
 from .serving import migrated_database, start_service
 
@@ -66,6 +68,21 @@ def test_a_new_database_secret_changes_the_pod_template_and_so_rolls_the_pods(ch
         "checksum/secret",
         "team",
     }
+
+
+def test_the_rate_limit_is_off_by_default_and_its_values_reach_the_service(
+    chart: Path, default_project: Path
+) -> None:
+    database = {"database": {"url": "postgresql://app:pw@db:5432/app"}}
+    settings = service_settings(default_project, render(chart, database))
+    assert settings["rate_limit_rps"] == 0  # off: the limit is per pod, and needs the proxy named
+    limited = merge(database, {"server": {"rateLimit": {"rps": 2.5, "burst": 7, "clients": 10}}})
+    settings = service_settings(default_project, render(chart, limited))
+    assert (settings["rate_limit_rps"], settings["rate_limit_burst"]) == (2.5, 7)
+    assert settings["rate_limit_clients"] == 10
+    for wrong in ({"rps": -1}, {"burst": 0}, {"clients": 0}):
+        with pytest.raises(helm_python.HelmError, match="/server/rateLimit"):
+            render(chart, merge(limited, {"server": {"rateLimit": wrong}}))
 
 
 def test_image_digest_pins_every_pod_of_the_release(chart: Path) -> None:

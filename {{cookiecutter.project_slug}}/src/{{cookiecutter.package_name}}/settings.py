@@ -106,6 +106,31 @@ class Settings(EnvironmentThenSecretFiles):
     timeout_graceful_shutdown: float = Field(
         20, gt=0, le=3600, description="Seconds in-flight requests get to finish on SIGTERM."
     )
+    # Per-client rate limits (serving/middleware/rate_limit.py): a token bucket per API key, token
+    # or address, held in this process: a limit per pod, not per service.
+    rate_limit_rps: float = Field(
+        0,
+        ge=0,
+        le=1_000_000,
+        description="Requests a second each client may make, on average, to this pod; 0 = off. "
+        "Per pod: a global rate G over N replicas is G/N here, and the HPA changes N; a global "
+        "limit belongs to the ingress or gateway. Off by default: until FORWARDED_ALLOW_IPS names "
+        "the proxy in front, every client without a credential has the proxy's address and they "
+        "would all share one bucket.",
+    )
+    rate_limit_burst: int = Field(
+        50,
+        ge=1,
+        le=1_000_000,
+        description="Requests a client may make at once above its rate (the bucket's size).",
+    )
+    rate_limit_clients: int = Field(
+        100_000,
+        ge=1,
+        le=10_000_000,
+        description="Client buckets kept per pod (about 250 bytes each), the least recently seen "
+        "dropped first: memory stays bounded whatever the number of clients.",
+    )
     forwarded_allow_ips: str = Field(
         "",
         description="Comma-separated proxy IPs/CIDRs whose X-Forwarded-* headers are trusted; "

@@ -61,6 +61,17 @@ class Metrics:
             "Requests answered 503 at once because MAX_IN_FLIGHT requests were in flight.",
             registry=self.registry,
         )
+        # One count for every client (serving/middleware/rate_limit.py): never a label per client.
+        self.rate_limited = Counter(
+            "http_rate_limited",
+            "Requests answered 429 because their client was past RATE_LIMIT_RPS.",
+            registry=self.registry,
+        )
+        self.rate_limit_clients = Gauge(
+            "http_rate_limit_clients",
+            "Clients with a rate-limit bucket in this process (at most RATE_LIMIT_CLIENTS).",
+            registry=self.registry,
+        )
         self.pool_size = Gauge("db_pool_size", "Open pool connections.", registry=self.registry)
         self.pool_idle = Gauge("db_pool_idle", "Idle pool connections.", registry=self.registry)
         self.pool_max = Gauge("db_pool_max_size", "Pool ceiling.", registry=self.registry)

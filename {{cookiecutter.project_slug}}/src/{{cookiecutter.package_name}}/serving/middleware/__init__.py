@@ -21,12 +21,22 @@ from .edge.access_log import AccessLog
 from .edge.request_id import TrustedPeers
 from .edge.request_metrics import RequestMetrics
 from .head import HeadAsGetMiddleware
+from .rate_limit import RateLimitMiddleware
 
 if TYPE_CHECKING:
     from ...observability.tracing import Tracing
 
 # Response headers a browser script may read: the API's own, beyond the CORS-safelisted ones.
-CORS_EXPOSE_HEADERS = ["ETag", "Location", "X-Request-ID", "Retry-After"]
+CORS_EXPOSE_HEADERS = [
+    "ETag",
+    "Location",
+    "X-Request-ID",
+    "Retry-After",
+    "RateLimit",
+    "RateLimit-Policy",
+]
+# What tells clients apart for the rate limit, before the address (middleware/rate_limit.py).
+CREDENTIAL_HEADER: bytes | None = {% if cookiecutter.auth == "api_key" %}b"x-api-key"{% elif cookiecutter.auth == "jwt" %}b"authorization"{% else %}None{% endif %}
 
 
 def middleware_stack(
@@ -38,7 +48,9 @@ def middleware_stack(
     done for it; the body limit and HEAD-as-GET sit right before routing. The edge judges the request
     id on the TCP peer, so uvicorn's proxy-headers middleware (here rather than in the server for
     that reason) comes after it and replaces the peer and scheme with what a trusted proxy says;
-    CORS (when origins are listed) answers preflights after that."""
+        CORS (when origins are listed) answers preflights after that. The rate limit (RATE_LIMIT_RPS
+    > 0) comes next: it reads the client's address as the proxy vouched for it, a preflight never
+    spends a client's tokens, and its 429 still carries the CORS headers a browser needs."""
     trusted = TrustedPeers(settings.forwarded_allow_ips)
     # Costs time on every request: only in the stack when a proxy is named.
     proxy_headers = (
@@ -66,6 +78,21 @@ def middleware_stack(
         if settings.cors_allow_origins
         else []
     )
+    # Off (RATE_LIMIT_RPS=0): not in the stack, so it costs nothing.
+    rate_limit = (
+        [
+            Middleware(
+                RateLimitMiddleware,
+                rate=settings.rate_limit_rps,
+                burst=settings.rate_limit_burst,
+                capacity=settings.rate_limit_clients,
+                metrics=metrics,
+                credential_header=CREDENTIAL_HEADER,
+            )
+        ]
+        if settings.rate_limit_rps
+        else []
+    )
     return [
         *(tracing.middleware([*PROBE_PATHS, METRICS_PATH]) if tracing is not None else []),
         Middleware(
@@ -74,6 +101,7 @@ def middleware_stack(
         Middleware(AdmissionMiddleware, limit=settings.max_in_flight, metrics=metrics),
         *proxy_headers,
         *cors,
+        *rate_limit,
         Middleware(
             BodySizeLimitMiddleware,
             max_bytes=settings.max_body_bytes,
