@@ -22,6 +22,7 @@ FILES = {
     "tests/test_routes.py.jinja": "tests/{plural}/test_routes.py",
     "tests/test_schemas.py.jinja": "tests/{plural}/test_schemas.py",
     "tests/test_repository.py.jinja": "tests/{plural}/test_repository.py",
+    "tests/test_listing.py.jinja": "tests/{plural}/test_listing.py",
 }
 RESOURCES_MODULE = "src/{package}/serving/resources.py"
 VERSIONS = Path("migrations/versions")
@@ -174,7 +175,9 @@ def add_resource(root: Path, singular: str, plural: str, spec: str) -> list[Path
     names = Names(singular, plural, tuple(parse(spec)))
     environment = _environment()
     kit_names = sorted(
-        {"Declared", "Page", "Stored", "changes_of"}.union(*(f.kit_names for f in names.fields))
+        {"Declared", "Page", "Stored", "changes_of", "list_query"}.union(
+            *(f.kit_names for f in names.fields)
+        )
     )
     written = []
     for template, target in FILES.items():

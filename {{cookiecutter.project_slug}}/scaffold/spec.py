@@ -1,10 +1,12 @@
 """The field spec: a resource's fields written on one line, and what each field becomes.
 
-    sku:str(32):unique name:str(200) note:text? price_cents:money quantity:int(>=0)=0
+    sku:str(32):unique name:str(200):filter:sort note:text? price_cents:money:filter:sort
+    quantity:int(>=0)=0
     active:bool=true kind:enum(retail|wholesale) due:date? paid_at:timestamp? ref:uuid?
 
 A field is `name:type`, then `?` for optional (nullable, null by default), then `=value` for a
-default, then `:unique` for a value no two rows share. Types:
+default, then flags: `:unique` for a value no two rows share, `:filter` for a field the list
+route filters on, `:sort` for one it sorts by (either makes an index on (field, id)). Types:
 
     str(N)        one line of 1 to N characters              varchar(N)
     text, text(N) text of at most N characters (10000)        text
@@ -34,7 +36,18 @@ SNAKE_CASE = re.compile(r"[a-z][a-z0-9]*(_[a-z0-9]+)*")
 ENUM_VALUE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 # Columns every row has, and names that would shadow an attribute of a pydantic model or a
 # parameter of the routes.
-RESERVED = {"id", "created_at", "updated_at", "version", "after", "limit", "body", "fields"}
+RESERVED = {
+    "id",
+    "created_at",
+    "updated_at",
+    "version",
+    "after",
+    "limit",
+    "sort",
+    "cursor",
+    "body",
+    "fields",
+}
 # Words PostgreSQL reserves (SQL key words that cannot name a column unquoted).
 _SQL_RESERVED_WORDS = """all analyse analyze and any array as asc asymmetric authorization binary both case cast
     check collate collation column concurrently constraint create cross current_catalog
@@ -57,7 +70,7 @@ _INTEGER_TYPES = {"int": ("Int", "integer", INT32), "bigint": ("BigInt", "bigint
 _INTEGER_TYPES["money"] = ("Money", "bigint", INT64)
 _TYPES = {"str", "text", "bool", "date", "timestamp", "uuid", "enum", *_INTEGER_TYPES}
 _UNIQUE_TYPES = {"str", "text", "int", "bigint", "money", "date", "timestamp", "uuid"}
-FLAGS = {"unique"}
+FLAGS = {"unique", "filter", "sort"}
 
 
 class SpecError(ValueError):
@@ -71,6 +84,8 @@ class Field:
     nullable: bool = False
     default: str | None = None  # as written in the spec
     unique: bool = False
+    filter: bool = False  # the list route filters on it
+    sort: bool = False  # the list route sorts by it
     max_length: int | None = None  # str, text
     ge: int | None = None  # int, bigint, money
     le: int | None = None
@@ -120,7 +135,8 @@ class Field:
     def annotation(self) -> str:
         kind = self.python_type + (" | None" if self.nullable else "")
         unique = ", Unique()" if self.unique else ""
-        return f"Annotated[{kind}, {self.marker}{unique}]"
+        listed = (", Filterable()" if self.filter else "") + (", Sortable()" if self.sort else "")
+        return f"Annotated[{kind}, {self.marker}{unique}{listed}]"
 
     @property
     def python_default(self) -> str | None:
@@ -138,7 +154,17 @@ class Field:
 
     @property
     def kit_names(self) -> set[str]:
-        return {self.marker.partition("(")[0]} | ({"Unique"} if self.unique else set())
+        names = {self.marker.partition("(")[0]} | ({"Unique"} if self.unique else set())
+        return (
+            names
+            | ({"Filterable"} if self.filter else set())
+            | ({"Sortable"} if self.sort else set())
+        )
+
+    @property
+    def indexed(self) -> bool:
+        """The list route filters on it or sorts by it: an index on (field, id)."""
+        return self.filter or self.sort
 
     @property
     def rules(self) -> str:
@@ -315,6 +341,8 @@ def parse_field(text: str) -> Field:
         nullable=match.group("optional") is not None,
         default=match.group("default"),
         unique=unique,
+        filter="filter" in flags,
+        sort="sort" in flags,
         **options,  # type: ignore[arg-type]
     )
     _check_default(field)

@@ -3,8 +3,8 @@ service serves (serving/resources.py).
 
 A field is declared once (schemas.py) but stored by a migration written beside it: a field
 declared without a migration, a column migrated without a declaration, a type, a nullability or
-a unique constraint that differs, or a statement of sql.py that no longer fits the table fails
-here, at test time, instead of as a 500 in production.
+a unique constraint that differs, a marked field without its (field, id) index, or a statement of
+sql.py that no longer fits the table fails here, at test time, instead of as a 500 in production.
 """
 
 import importlib
@@ -17,6 +17,7 @@ import pytest
 from fastapi.routing import APIRoute
 
 from {{ cookiecutter.package_name }}.kit import Resource
+from {{ cookiecutter.package_name }}.kit.listing import is_filterable, is_sortable
 from {{ cookiecutter.package_name }}.serving.resources import RESOURCES
 
 from .declared import is_nullable, is_unique_field, marker_of, new_body
@@ -41,6 +42,13 @@ UNIQUE_COLUMNS = """
      WHERE constraint_.conrelid = $1::regclass
        AND constraint_.contype = 'u'
        AND cardinality(constraint_.conkey) = 1
+"""
+
+# The indexes of a table: name and definition.
+INDEXES = """
+    SELECT indexrelid::regclass::text AS name, pg_get_indexdef(indexrelid) AS definition
+      FROM pg_index
+     WHERE indrelid = $1::regclass
 """
 
 
@@ -104,6 +112,24 @@ async def test_each_declared_fields_column_has_its_type_nullability_and_uniquene
         assert unique.get(field) == f"{resource.table}_{field}_key"
     else:
         assert field not in unique, f"{field} is unique in the table but not declared Unique()"
+
+
+@pytest.mark.parametrize(
+    ("resource", "field"), FIELDS, ids=[f"{resource.table}-{field}" for resource, field in FIELDS]
+)
+async def test_a_field_marked_filterable_or_sortable_has_its_index_on_field_and_id(
+    connection: asyncpg.Connection, resource: Resource, field: str
+) -> None:
+    indexes = {
+        row["name"]: row["definition"] for row in await connection.fetch(INDEXES, resource.table)
+    }
+    name = f"{resource.table}_{field}_id_idx"
+    metadata = resource.fields.model_fields[field].metadata
+    if is_filterable(metadata) or is_sortable(metadata):
+        assert name in indexes, f"{field} is marked but its index (a migration) is missing"
+        assert indexes[name].endswith(f"btree ({field}, id)"), indexes[name]
+    else:
+        assert name not in indexes, f"{name} exists but {field} is not marked :filter or :sort"
 
 
 @pytest.mark.parametrize(

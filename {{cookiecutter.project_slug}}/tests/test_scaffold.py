@@ -15,6 +15,17 @@ EVERY_TYPE = (
 )
 
 
+def test_filter_and_sort_flags_mark_the_field_and_index_it() -> None:
+    fields = {field.name: field for field in parse("at:timestamp?:filter:sort k:enum(a|b):filter")}
+    assert fields["at"].annotation == (
+        "Annotated[datetime | None, Timestamp(), Filterable(), Sortable()]"
+    )
+    assert fields["at"].kit_names == {"Timestamp", "Filterable", "Sortable"}
+    assert fields["k"].annotation == 'Annotated[Literal["a", "b"], OneOf(), Filterable()]'
+    assert fields["k"].indexed
+    assert not parse("plain:int")[0].indexed
+
+
 def test_every_type_becomes_its_annotation_and_its_column() -> None:
     fields = {field.name: field for field in parse(EVERY_TYPE)}
     assert fields["sku"].annotation == "Annotated[str, Str(max_length=32), Unique()]"
@@ -57,6 +68,9 @@ def test_every_type_becomes_its_annotation_and_its_column() -> None:
         ("kind:enum(a|b)=c", "kind: default 'c' is not one of a|b"),
         ("at:timestamp=now", "at: a timestamp takes no default"),
         ("sku:str(8):indexed", "sku: unknown flag 'indexed'"),
+        ("sku:str(8):sorted", "sku: unknown flag 'sorted'"),
+        ("sort:int:sort", "sort: is a reserved word"),
+        ("cursor:str(8)", "cursor: is a reserved word"),
         ("a:int a:int", "a: declared twice"),
         ("", "the spec declares no field"),
     ],

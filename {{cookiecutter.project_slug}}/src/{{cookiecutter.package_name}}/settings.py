@@ -7,7 +7,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Literal, Self
 
-from pydantic import {% if cookiecutter.auth == "jwt" %}AnyHttpUrl, {% endif %}Field, PostgresDsn, field_validator, model_validator
+from pydantic import {% if cookiecutter.auth == "jwt" %}AnyHttpUrl, {% endif %}Field, PostgresDsn, SecretStr, field_validator, model_validator
 from pydantic_settings import NoDecode, SettingsConfigDict
 
 from .settings_sources import SECRETS_DIR, EnvironmentThenSecretFiles
@@ -138,6 +138,12 @@ class Settings(EnvironmentThenSecretFiles):
     )
     require_if_match: bool = Field(
         False, description="PATCH and DELETE without If-Match get 428 instead of writing blindly."
+    )
+    cursor_secret: SecretStr | None = Field(
+        None,
+        description="Key that signs the list pages' cursors (HMAC-SHA256), the same on every pod; "
+        "unset, each process signs with a random key of its own and a cursor fails (400) after a "
+        "restart or on another pod.",
     )
     idempotency_ttl_seconds: int = Field(
         86400,

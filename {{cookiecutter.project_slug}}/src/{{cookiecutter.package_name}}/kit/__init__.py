@@ -32,6 +32,8 @@ from .fields import (
     is_unique,
 )
 from .idempotency import IdempotencyKey, idempotently
+from .keyset import cursor_key, read_page
+from .listing import Condition, Filterable, ListQuery, Sortable, list_query
 from .models import Declared, Page, Stored, changes_of
 from .numbers import INT64_MAX, INT64_MIN, JSON_EXACT_INTEGER
 from .problems import RETRY_AFTER_SECONDS, ProblemError, problem, retry_shortly
@@ -58,6 +60,7 @@ __all__ = [
     "WRITE",
     "BigInt",
     "Bool",
+    "Condition",
     "Connection",
     "Database",
     "DatabaseDep",
@@ -65,11 +68,13 @@ __all__ = [
     "Declared",
     "FastRoute",
     "FieldType",
+    "Filterable",
     "IdempotencyKey",
     "IfMatch",
     "IfNoneMatch",
     "Int",
     "JSONBytesResponse",
+    "ListQuery",
     "Money",
     "OneOf",
     "Page",
@@ -80,6 +85,7 @@ __all__ = [
     "Resource",
     "RowId",
     "SettingsDep",
+    "Sortable",
     "Stored",
     "Str",
     "Text",
@@ -87,13 +93,16 @@ __all__ = [
     "Unique",
     "Uuid",
     "changes_of",
+    "cursor_key",
     "etag",
     "field_type",
     "idempotently",
     "is_unique",
+    "list_query",
     "none_match",
     "not_found",
     "problem",
+    "read_page",
     "refusal",
     "resource_router",
     "retry_shortly",

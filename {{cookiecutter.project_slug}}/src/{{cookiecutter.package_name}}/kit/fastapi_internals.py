@@ -86,6 +86,8 @@ VALIDATE_VALUE = Internal(
     dependency_utils, "_validate_value_with_model_field", ("field", "value", "values", "loc")
 )
 FIELD_IS_SEQUENCE = Internal(_compat, "field_annotation_is_sequence", ("annotation",))
+# The fields of a query parameter model, as FastAPI reads them (a list route's filters).
+GET_CACHED_MODEL_FIELDS = Internal(dependency_utils, "get_cached_model_fields", ("model",))
 
 # The route's dependant is copied with its own parameters emptied (dataclasses.replace), so that
 # solve_dependencies solves only the dependencies: these must stay dataclass fields.
@@ -147,6 +149,7 @@ PARAM_READER = (
     IS_JSON_FIELD,
     VALIDATE_VALUE,
     FIELD_IS_SEQUENCE,
+    GET_CACHED_MODEL_FIELDS,
 )
 
 

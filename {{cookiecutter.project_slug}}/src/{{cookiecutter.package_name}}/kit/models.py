@@ -92,5 +92,10 @@ class Page[RowT: BaseModel](BaseModel):
 
     data: list[RowT]
     next_after: int | None = Field(
-        description="Pass as ?after= for the next page; null at the end."
+        description="Id order: pass as ?after= for the next page; null at the end (and when sorted)."
+    )
+    next_cursor: str | None = Field(
+        None,
+        description="Sorted (?sort=): pass as ?cursor= with the same sort and filters for the next "
+        "page; null at the end (and in id order).",
     )
