@@ -12,6 +12,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import asyncpg
@@ -71,10 +72,16 @@ def wait_until_healthy(
 
 @contextlib.contextmanager
 def started(
-    database_url: str, *, max_concurrency: int, pin: bool, settings: Mapping[str, str]
+    database_url: str,
+    *,
+    max_concurrency: int,
+    pin: bool,
+    settings: Mapping[str, str],
+    source: Path = project.ROOT / "src",
 ) -> Iterator[Target]:
-    """`python -m <package>`: one worker, pinned to core 0 when the machine has two cores or more,
-    with `settings` over the environment's (loadtest/credentials.py: the ones its auth needs).
+    """`python -m <package>` from `source` (the regression gate serves another revision's src/):
+    one worker, pinned to core 0 when the machine has two cores or more, with `settings` over the
+    environment's (loadtest/credentials.py: the ones its auth needs).
 
     The service's admission limits (connections and requests in flight) are raised above the
     sweep so that the sweep and the search measure the service, not the limits; the capacity
@@ -86,7 +93,6 @@ def started(
     if pin and can_pin():
         command = ["taskset", "-c", str(SERVER_CORE), *command]
         pinned = f"core {SERVER_CORE}"
-    source = str(project.ROOT / "src")
     env = {
         **os.environ,
         "DATABASE_URL": database_url,
@@ -96,7 +102,7 @@ def started(
         "METRICS_PORT": "0",  # nothing scrapes during a load test
         "LIMIT_CONCURRENCY": str(max(1000, 4 * max_concurrency)),
         "MAX_IN_FLIGHT": str(max(1000, 4 * max_concurrency)),
-        "PYTHONPATH": os.pathsep.join(filter(None, [source, os.environ.get("PYTHONPATH")])),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(source), os.environ.get("PYTHONPATH")])),
         **settings,
     }
     process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL)
