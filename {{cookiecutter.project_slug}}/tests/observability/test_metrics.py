@@ -1,6 +1,7 @@
 """observability/metrics.py: Prometheus text with route templates, pool, loop lag and process
 metrics (served on METRICS_PORT: tests/serving/test_metrics_listener.py)."""
 
+import gc
 import re
 from collections.abc import AsyncIterator
 
@@ -67,3 +68,28 @@ async def test_pool_loop_lag_and_process_metrics_are_exported(
     assert "event_loop_lag_seconds_bucket" in text
     assert _value(text, "process_resident_memory_bytes") > 0
     assert "python_gc_collections_total" in text
+    assert 'gc_pause_seconds_count{generation="2"}' in text
+
+
+def test_each_collection_is_recorded_as_a_pause_of_its_generation_while_watched() -> None:
+    metrics = Metrics()
+    labels = {"generation": "2"}
+    unwatch = metrics.watch_collector()
+    try:
+        gc.collect()
+    finally:
+        unwatch()
+    assert metrics.registry.get_sample_value("gc_pause_seconds_count", labels) == 1
+    assert (metrics.registry.get_sample_value("gc_pause_seconds_sum", labels) or 0) > 0
+    gc.collect()  # no longer watched
+    assert metrics.registry.get_sample_value("gc_pause_seconds_count", labels) == 1
+
+
+async def test_the_served_app_records_collector_pauses(
+    client: httpx.AsyncClient, scrape: httpx.AsyncClient
+) -> None:
+    await client.get(f"{BASE}/1")  # the lifespan has run
+    series = re.escape('gc_pause_seconds_count{generation="2"}')
+    before = _value((await scrape.get("/metrics")).text, series)
+    gc.collect()
+    assert _value((await scrape.get("/metrics")).text, series) == before + 1

@@ -1,9 +1,11 @@
-"""Prometheus metrics: per-route-template RED metrics, pool, event-loop lag and the process.
+"""Prometheus metrics: per-route-template RED metrics, pool, event-loop lag, collector pauses and
+the process.
 
 Each app owns a registry of its own, so that two apps in one process (tests) never collide.
 """
 
 import asyncio
+import gc
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -87,6 +89,17 @@ class Metrics:
             buckets=_WAIT_BUCKETS,
             registry=self.registry,
         )
+        # The tail's own suspects, beside the loop's lag: a collection stops every request.
+        self.gc_pause = Histogram(
+            "gc_pause_seconds",
+            "Time each cyclic garbage collection stopped the process, by generation.",
+            ("generation",),
+            buckets=_WAIT_BUCKETS,
+            registry=self.registry,
+        )
+        for generation in range(3):
+            self.gc_pause.labels(str(generation))  # every series present from the first scrape
+        self._gc_started = 0.0
 
     def watch_pool(self, pool: Any) -> None:
         # Read at scrape time: no per-request cost.
@@ -100,6 +113,19 @@ class Metrics:
             start = time.perf_counter()
             await asyncio.sleep(_LAG_INTERVAL_SECONDS)
             self.loop_lag.observe(max(0.0, time.perf_counter() - start - _LAG_INTERVAL_SECONDS))
+
+    def _on_collection(self, phase: str, info: dict[str, int]) -> None:
+        # Two perf_counter calls a collection, none a request.
+        if phase == "start":
+            self._gc_started = time.perf_counter()
+        else:
+            pause = time.perf_counter() - self._gc_started
+            self.gc_pause.labels(str(info["generation"])).observe(pause)
+
+    def watch_collector(self) -> Callable[[], None]:
+        """Record every collection's pause (gc.callbacks) until the function returned is called."""
+        gc.callbacks.append(self._on_collection)
+        return lambda: gc.callbacks.remove(self._on_collection)
 
     def endpoint(self) -> Callable[[Request], Awaitable[Response]]:
         # async: a plain function would be sent to the thread pool by Starlette.

@@ -79,6 +79,7 @@ def create_app(
         logger.info("pool_opened", min_size=settings.pool_min_size, max_size=settings.pool_max_size)
         build_route_handlers(app)
         loop_lag = asyncio.create_task(metrics.watch_loop_lag())
+        unwatch_collector = metrics.watch_collector()
         sweeping = asyncio.create_task(sweep_expired_keys(database, IDEMPOTENCY_SWEEP_SECONDS))
         _tune_gc()
         try:
@@ -93,6 +94,7 @@ def create_app(
                 task.cancel()
                 with suppress(asyncio.CancelledError):
                     await task
+            unwatch_collector()
             await database.close()
             logger.info("pool_closed")
             if tracing is not None:
