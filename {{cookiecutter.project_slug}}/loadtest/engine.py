@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
 
 import numpy as np
 import psutil
@@ -42,6 +42,8 @@ class Step:
     max_ms: float
     client_cpu: float  # percent of one core, all client processes together
     server_cpu: float | None  # percent of one core; None when the server's process is unknown
+    # The service's own suspects over the step (loadtest/evidence.py), when its /metrics is known.
+    evidence: dict[str, Any] | None = None
 
     @property
     def error_rate(self) -> float:

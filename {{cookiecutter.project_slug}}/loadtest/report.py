@@ -6,6 +6,8 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
+from .evidence import describe
+
 COLUMNS = (
     "conc",
     "rate",
@@ -103,7 +105,10 @@ def markdown(results: dict[str, Any], chart: str | None) -> str:
         *_summary(results),
     ]
     if chart:
-        lines += ["", f"![RPS and latency against concurrency]({chart})"]
+        lines += [
+            "",
+            f"![RPS and latency against concurrency; p99 against the offered rate]({chart})",
+        ]
     table_head = "| " + " | ".join(COLUMNS) + " | |"
     rule = "|" + "---:|" * len(COLUMNS) + "---|"
     for name, scenario in results["scenarios"].items():
@@ -133,10 +138,11 @@ def markdown(results: dict[str, Any], chart: str | None) -> str:
             table_head,
             rule,
         ]
-        for step in found["trials"]:
-            lines.append("| " + " | ".join(_cells(step)) + " | trial |")
-        for step in found["repeats"]:
-            lines.append("| " + " | ".join(_cells(step)) + " | repeat |")
+        # Each trial with the service's own suspects over it, and what moved when it missed.
+        for kind in ("trials", "repeats"):
+            for step in found[kind]:
+                note = f"{kind[:-1]}: {describe(step.get('evidence'))}"
+                lines.append("| " + " | ".join(_cells(step)) + f" | {note} |")
     if results.get("wrk_check"):
         check = results["wrk_check"]
         lines += [
@@ -153,14 +159,57 @@ def markdown(results: dict[str, Any], chart: str | None) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _search_chart(axes: Any, name: str, scenario: dict[str, Any]) -> None:
+    """The rate search, where the capacity comes from: p99 (log) against the offered rate, each
+    trial (passed or missed) and each repeat, the p99 budget as a line across and the SLO
+    capacity as a line down."""
+    found, budget = scenario["search"], scenario["budget"]
+    marks = (("trials", "o", "trial"), ("repeats", "D", "repeat"))
+    for kind, marker, label in marks:
+        for passed, colour in ((True, "tab:green"), (False, "tab:red")):
+            steps = [
+                step
+                for step in found[kind]
+                if (step["p99_ms"] <= budget["max_p99_ms"] and step["errors"] == 0) == passed
+            ]
+            if steps:
+                axes.plot(
+                    [step["rate"] for step in steps], [step["p99_ms"] for step in steps],
+                    marker, linestyle="none", color=colour, fillstyle="full" if passed else "none",
+                    label=f"{label}, {'within' if passed else 'over'} budget",
+                )  # fmt: skip
+    axes.axhline(
+        budget["max_p99_ms"],
+        color="grey",
+        linestyle="--",
+        label=f"p99 budget {budget['max_p99_ms']:g} ms",
+    )
+    if found["slo_rps"]:
+        axes.axvline(found["slo_rps"], color="tab:purple", linestyle=":",
+                     label=f"SLO capacity {found['slo_rps']:,.0f} RPS")  # fmt: skip
+    axes.set_yscale("log")
+    axes.set_xlabel("offered rate (open loop, RPS)")
+    axes.set_ylabel("p99 (ms)")
+    axes.set_title(f"{name}: rate search")
+    axes.legend(loc="best", fontsize=7)
+
+
 def chart(results: dict[str, Any], path: Path) -> Path:
-    """RPS (left axis) and p50/p99 (right axis, log) against concurrency, the knee marked, and the
-    SLO capacity as a line across."""
+    """The figure() as a PNG at `path`."""
+    figure(results).savefig(path, dpi=90)
+    return path
+
+
+def figure(results: dict[str, Any]) -> Figure:
+    """Per scenario, left: RPS (left axis) and p50/p99 (right axis, log) against concurrency in
+    the closed-loop sweep, the knee marked, and the SLO capacity as a line across; right: the
+    rate search (_search_chart)."""
     names = list(results["scenarios"])
-    figure = Figure(figsize=(7, 3.2 * len(names)), layout="constrained")
-    axes_list = figure.subplots(len(names), 1, squeeze=False)[:, 0]
-    for axes, name in zip(axes_list, names, strict=True):
+    drawn = Figure(figsize=(13, 3.2 * len(names)), layout="constrained")
+    grid = drawn.subplots(len(names), 2, squeeze=False)
+    for axes, searching, name in zip(grid[:, 0], grid[:, 1], names, strict=True):
         scenario = results["scenarios"][name]
+        _search_chart(searching, name, scenario)
         steps = scenario["steps"]
         concurrency = [step["concurrency"] for step in steps]
         axes.plot(concurrency, [step["rps"] for step in steps], "o-", color="tab:blue", label="RPS")
@@ -195,8 +244,7 @@ def chart(results: dict[str, Any], path: Path) -> Path:
         axes.set_title(name)
         handles = axes.get_legend_handles_labels()[0] + latency.get_legend_handles_labels()[0]
         latency.legend(handles=handles, loc="upper left", fontsize=8)
-    figure.savefig(path, dpi=90)
-    return path
+    return drawn
 
 
 def write(results: dict[str, Any], folder: Path, stamp: str) -> dict[str, Path]:

@@ -93,7 +93,7 @@ def main(args: Any, budget: Budget) -> int:
         }
         for name in names:
             results["scenarios"][name] = sweep(
-                engine, name, budget, capacity_rps, len(client_cores)
+                engine, name, budget, capacity_rps, len(client_cores), target.metrics_url
             )
         checked_name = next((name for name in names if kind_of(name) == crosscheck.KIND), None)
         checked = results["scenarios"].get(checked_name) if checked_name else None

@@ -34,6 +34,7 @@ class Target:
     url: str
     pid: int | None  # the server's process, for CPU sampling; None when it cannot be found
     pinned: str  # the cores the server runs on, as the report states it
+    metrics_url: str | None = None  # its METRICS_PORT listener, read between steps (evidence.py)
 
 
 def cores() -> list[int]:
@@ -87,7 +88,9 @@ def started(
     sweep so that the sweep and the search measure the service, not the limits; the capacity
     report then says where to set MAX_IN_FLIGHT.
     """
-    port = free_port()
+    port, metrics_port = free_port(), free_port()
+    while metrics_port == port:
+        metrics_port = free_port()
     command = [sys.executable, "-m", project.PACKAGE]
     pinned = "unpinned"
     if pin and can_pin():
@@ -99,7 +102,8 @@ def started(
         "HOST": "127.0.0.1",
         "PORT": str(port),
         "LOG_LEVEL": "warning",
-        "METRICS_PORT": "0",  # nothing scrapes during a load test
+        # Scraped before and after each trial of the rate search only (loadtest/evidence.py).
+        "METRICS_PORT": str(metrics_port),
         "LIMIT_CONCURRENCY": str(max(1000, 4 * max_concurrency)),
         "MAX_IN_FLIGHT": str(max(1000, 4 * max_concurrency)),
         "PYTHONPATH": os.pathsep.join(filter(None, [str(source), os.environ.get("PYTHONPATH")])),
@@ -109,7 +113,7 @@ def started(
     url = f"http://127.0.0.1:{port}"
     try:
         wait_until_healthy(url, process)
-        yield Target(url, process.pid, pinned)
+        yield Target(url, process.pid, pinned, f"http://127.0.0.1:{metrics_port}")
     finally:
         process.terminate()
         try:

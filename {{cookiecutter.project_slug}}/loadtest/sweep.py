@@ -1,10 +1,10 @@
 """One scenario of `make loadtest`: the closed-loop sweep and its knee, then the SLO capacity
 search, printed step by step and judged against the scenario's budget."""
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
-from . import report
+from . import evidence, report
 from .budget import Budget, Outcome, check
 from .engine import Engine, Step
 from .knee import CLIENT_CPU_SATURATED, SERVER_CPU_SATURATED, Point, Verdict, judge
@@ -19,7 +19,12 @@ def say(line: str) -> None:
 
 
 def sweep(
-    engine: Engine, name: str, budget: Budget, capacity_rps: float, client_cores: int
+    engine: Engine,
+    name: str,
+    budget: Budget,
+    capacity_rps: float,
+    client_cores: int,
+    metrics_url: str | None = None,
 ) -> dict[str, Any]:
     mix = SCENARIOS[name]
     limits = budget.of(name)
@@ -38,9 +43,8 @@ def sweep(
     verdict, index = judge(points, capacity_rps, client_cores)
     knee = steps[index]
     say(f"{verdict}: {knee.rps:,.0f} RPS at {knee.concurrency} concurrent")
-    found = _search(
-        engine, name, budget, knee.rps if verdict is not Verdict.CLIENT_BOUND else 0.0, client_cores
-    )
+    knee_rps = knee.rps if verdict is not Verdict.CLIENT_BOUND else 0.0
+    found = _search(engine, name, budget, knee_rps, client_cores, metrics_url)
     judged = [*steps[: index + 1], *found["repeats"]]
     requests = sum(step.requests for step in judged)
     error_rate = sum(step.errors for step in judged) / requests if requests else 1.0
@@ -66,18 +70,36 @@ def sweep(
 
 
 def _search(
-    engine: Engine, name: str, budget: Budget, knee_rps: float, client_cores: int
+    engine: Engine,
+    name: str,
+    budget: Budget,
+    knee_rps: float,
+    client_cores: int,
+    metrics_url: str | None,
 ) -> dict[str, Any]:
-    """The SLO capacity of one scenario (loadtest/search.py), printed trial by trial."""
+    """The SLO capacity of one scenario (loadtest/search.py), printed trial by trial, each with
+    the service's own suspects over it when its /metrics is known (loadtest/evidence.py)."""
     limits, plan = budget.of(name), budget.search
     checked = Limits(limits.max_p99_ms, limits.max_error_rate)
     start = plan.start_fraction * knee_rps if knee_rps > 0 else limits.min_rps
+    passed: list[Step] = []  # the trials within budget, for the baseline of what moved
 
     def trial(rate: float) -> Step:
+        before = evidence.scrape(metrics_url) if metrics_url else None
         step = engine.run(
             SCENARIOS[name], rate=rate, duration=plan.step_seconds, connections=plan.connections
         )
-        say(report.row(asdict(step), "pass" if passes(step, checked) else "FAIL"))
+        ok = passes(step, checked)
+        if metrics_url and before is not None:
+            seen = evidence.between(before, evidence.scrape(metrics_url), plan.step_seconds)
+            if not ok:  # which suspects moved against the lowest passing trial
+                lowest = min(passed, key=lambda other: other.rate or 0.0, default=None)
+                seen["moved"] = evidence.moved(seen, lowest.evidence if lowest else None)
+            step = replace(step, evidence=seen)
+        if ok:
+            passed.append(step)
+        note = "pass" if ok else "FAIL"
+        say(report.row(asdict(step), f"{note}  {evidence.describe(step.evidence)}"))
         return step
 
     say(

@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from loadtest import report
 
 
@@ -76,10 +77,10 @@ def test_the_markdown_states_the_slo_capacity_its_spread_the_knee_and_the_cross_
     assert "SLO capacity **1,320 RPS**" in text
     assert "| 4 | - | 1,500 |" in text
     assert text.count("| knee |") == 1
-    assert text.count("| trial |") == 2
-    assert text.count("| repeat |") == 3
+    assert text.count("| trial: ") == 2
+    assert text.count("| repeat: ") == 3
     assert "this engine 1,500 RPS, wrk 1,560 RPS" in text
-    assert "![RPS and latency against concurrency](chart.png)" in text
+    assert "p99 against the offered rate](chart.png)" in text
 
 
 def test_the_markdown_lists_every_miss() -> None:
@@ -97,3 +98,34 @@ def test_write_leaves_json_markdown_and_a_png_chart(tmp_path: Path) -> None:
 
 def test_the_console_row_lines_up_with_the_header() -> None:
     assert len(report.row(_step(4, 1500, 4))) == len(report.header())
+
+
+def test_a_trial_that_missed_its_p99_says_which_of_the_services_suspects_moved() -> None:
+    results = _results([])
+    missed = results["scenarios"]["by_id"]["search"]["trials"][1]
+    missed["evidence"] = {
+        "loop_lag_count": 10, "loop_lag_max_ms": 100.0, "gc_pause_count": 4,
+        "gc_pause_max_ms": 5.0, "gc_pause_ms_per_s": 2.5, "pool_wait_count": 7000,
+        "pool_wait_max_ms": 0.1, "admission_refused": 0, "moved": ["loop lag 1 -> 100 ms"],
+    }  # fmt: skip
+    text = report.markdown(results, "chart.png")
+    assert "| trial: lag ≤100 ms, gc 2.5 ms/s (4, ≤5 ms), pool wait ≤0.1 ms, refused 0; " in text
+    assert "moved: loop lag 1 -> 100 ms |" in text
+
+
+def test_the_chart_draws_the_rate_search_beside_the_sweep_with_the_p99_budget() -> None:
+    results = _results([])
+    sweep_axes, search_axes = report.figure(results).axes[:2]
+    assert sweep_axes.get_xlabel() == "concurrency (closed loop)"
+    assert search_axes.get_title() == "by_id: rate search"
+    assert search_axes.get_xlabel() == "offered rate (open loop, RPS)"
+    points = {
+        (float(x), float(y))
+        for line in search_axes.get_lines()
+        if line.get_linestyle() == "None"
+        for x, y in np.asarray(line.get_xydata(), dtype=float).tolist()
+    }
+    assert points == {(900, 7.5), (1400, 80), (1320, 31), (1320, 35.5), (1320, 41)}
+    labels = [line.get_label() for line in search_axes.get_lines()]
+    assert "p99 budget 50 ms" in labels
+    assert "SLO capacity 1,320 RPS" in labels
