@@ -1,4 +1,5 @@
-"""The price of authentication and tracing: the generated service with each one on, side by side.
+"""The price of authentication, tracing and the rate limit: the generated service with each one on,
+side by side.
 
 Bakes the service with auth=none, api_key and jwt, serves each variant below pinned to core 0
 (PostgreSQL, wrk and the JWKS server on core 1), seeds the same rows, and drives them in
@@ -11,6 +12,9 @@ second per variant (median of the rounds) and the ratio to `off`, and writes the
   jwt_cached      the same with the verified-token cache (the default, 4096)
   tracing_0.1     auth=none, TRACING=true, 10 % of traces sampled (the default), no exporter
   tracing_1.0     the same with every request sampled
+  rate_limit      auth=none, RATE_LIMIT_RPS on (a rate never reached: a token taken per request,
+                  none refused), the client keyed by its address
+  api_key_rate_limit  auth=api_key with the rate limit, the client keyed by its key's digest
 
 Spans are made but not exported (OTEL_TRACES_EXPORTER=none): the price measured is the service's,
 not a collector's. Run: `.venv/bin/python -m bench.features` (about 3 minutes; `make bench` runs it
@@ -30,12 +34,16 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from bench.driver import LOAD_CORE, POOL_SIZE, SERVER_CORE, migrate, prepare
 from bench.workloads import Workloads
 from tests.baking import bake, load_dev_module, tool_env
 from tests.serving import wait_until_answering
 
 API_KEY = "bench-api-key-0123456789"
+# The limiter's bookkeeping on every request, and no refusal: wrk is one client far below it.
+_UNREACHED_RATE = {"RATE_LIMIT_RPS": "1000000", "RATE_LIMIT_BURST": "1000000"}
 VARIANTS: dict[str, tuple[str, dict[str, str]]] = {
     "off": ("none", {}),
     "api_key": ("api_key", {"API_KEY_HASHES": hashlib.sha256(API_KEY.encode()).hexdigest()}),
@@ -45,6 +53,11 @@ VARIANTS: dict[str, tuple[str, dict[str, str]]] = {
     "tracing_1.0": (
         "none",
         {"TRACING": "true", "OTEL_TRACES_EXPORTER": "none", "OTEL_TRACES_SAMPLER_ARG": "1"},
+    ),
+    "rate_limit": ("none", _UNREACHED_RATE),
+    "api_key_rate_limit": (
+        "api_key",
+        {"API_KEY_HASHES": hashlib.sha256(API_KEY.encode()).hexdigest(), **_UNREACHED_RATE},
     ),
 }
 
@@ -76,20 +89,29 @@ def _start(project: Path, env: dict[str, str], port: int, log: Path) -> subproce
     return process
 
 
+def _cpu_seconds(pid: int) -> float:
+    """CPU time the process has used, user and system (as bench/driver.py's drive reads it)."""
+    return float(sum(psutil.Process(pid).cpu_times()[:2]))
+
+
 def _rps(
     base: str,
     headers: dict[str, str],
     args: argparse.Namespace,
     duration: int,
     workloads: Workloads,
-) -> float:
-    """Requests per second of one wrk run; every answer must be a 2xx."""
+    pid: int | None = None,
+) -> tuple[float, float]:
+    """Requests per second of one wrk run, and the server's CPU microseconds per request (the
+    price that other load on a shared machine moves least); every answer must be a 2xx."""
+    before = _cpu_seconds(pid) if pid else 0.0
     result = workloads.run(
         base, args.workload, seconds=duration, connections=args.connections, headers=headers
     )
     if result["errors"]:
         raise RuntimeError(f"{base}: {result['errors']:.0f} non-2xx answers or socket errors")
-    return result["rps"]
+    used = _cpu_seconds(pid) - before if pid else float("nan")
+    return result["rps"], 1e6 * used / max(result["requests"], 1)
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -110,30 +132,41 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "none": {},
         }
         bases: dict[str, str] = {}
+        pids: dict[str, int] = {}
         try:
             for name in args.variants:
                 auth, env = VARIANTS[name]
                 port = devdb.free_port()
                 env = {"DATABASE_URL": postgres.url, **(jwt_env if auth == "jwt" else {}), **env}
                 processes.append(_start(projects[auth], env, port, work / f"{name}.log"))
-                bases[name] = f"http://127.0.0.1:{port}"
+                bases[name], pids[name] = f"http://127.0.0.1:{port}", processes[-1].pid
             for name in args.variants:  # warm-up, and a check that every answer is a 2xx
                 _rps(bases[name], headers[VARIANTS[name][0]], args, args.warmup, workloads)
             rps: dict[str, list[float]] = {name: [] for name in args.variants}
+            cpu: dict[str, list[float]] = {name: [] for name in args.variants}
             for round_ in range(args.rounds):
                 shift = round_ % len(args.variants)
                 for name in args.variants[shift:] + args.variants[:shift]:
-                    rps[name].append(
-                        _rps(
-                            bases[name], headers[VARIANTS[name][0]], args, args.duration, workloads
-                        )
+                    rate, us = _rps(
+                        bases[name],
+                        headers[VARIANTS[name][0]],
+                        args,
+                        args.duration,
+                        workloads,
+                        pids[name],
                     )
-                    print(f"round {round_ + 1} {name:12} {rps[name][-1]:8.0f} rps", flush=True)
+                    rps[name].append(rate)
+                    cpu[name].append(us)
+                    print(
+                        f"round {round_ + 1} {name:18} {rate:8.0f} rps {us:7.1f} us CPU/request",
+                        flush=True,
+                    )
         finally:
             for process in processes:
                 process.terminate()
                 process.wait(timeout=30)
     medians = {name: statistics.median(values) for name, values in rps.items()}
+    cpu_medians = {name: statistics.median(values) for name, values in cpu.items()}
     reference = medians.get("off")
     return {
         "workload": args.workload,
@@ -143,6 +176,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         },
         "runs": rps,
         "median_rps": medians,
+        "cpu_us_per_request_runs": cpu,
+        "median_cpu_us_per_request": cpu_medians,
         "ratio_to_off": {name: value / reference for name, value in medians.items()}
         if reference
         else {},
@@ -174,11 +209,15 @@ def main() -> int:
     args = parser.parse_args()
     results = run(args)
     args.out.write_text(json.dumps(results, indent=2) + "\n")
-    print("| Variant | Median rps | Ratio to off | us per request over off |\n|---|---|---|---|")
+    print(
+        "| Variant | Median rps | Ratio to off | us per request over off | server CPU us/request |"
+        "\n|---|---|---|---|---|"
+    )
     for name, value in results["median_rps"].items():
         ratio = results["ratio_to_off"].get(name, float("nan"))
         extra = results["us_per_request_over_off"].get(name, float("nan"))
-        print(f"| {name} | {value:.0f} | {ratio:.3f} | {extra:+.0f} |")
+        cpu = results["median_cpu_us_per_request"][name]
+        print(f"| {name} | {value:.0f} | {ratio:.3f} | {extra:+.0f} | {cpu:.1f} |")
     return 0
 
 

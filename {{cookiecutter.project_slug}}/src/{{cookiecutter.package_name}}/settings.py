@@ -128,8 +128,8 @@ class Settings(EnvironmentThenSecretFiles):
         100_000,
         ge=1,
         le=10_000_000,
-        description="Client buckets kept per pod (about 250 bytes each), the least recently seen "
-        "dropped first: memory stays bounded whatever the number of clients.",
+        description="Client buckets kept per pod (about 300 bytes each: 30 MB at the default), "
+        "the least recently seen dropped first: memory stays bounded whatever the number of clients.",
     )
     forwarded_allow_ips: str = Field(
         "",
@@ -184,7 +184,7 @@ class Settings(EnvironmentThenSecretFiles):
         ["GET", "POST", "PATCH", "DELETE"], description="Methods a cross-origin request may use."
     )
     cors_allow_headers: CommaList = Field(
-        ["Content-Type", "If-Match", "X-Request-ID"{% if cookiecutter.auth == "api_key" %}, "X-API-Key"{% elif cookiecutter.auth == "jwt" %}, "Authorization"{% endif %}],
+        ["Content-Type", "If-Match", "If-None-Match", "Idempotency-Key", "X-Request-ID"{% if cookiecutter.auth == "api_key" %}, "X-API-Key"{% elif cookiecutter.auth == "jwt" %}, "Authorization"{% endif %}],
         description="Request headers a cross-origin request may send.",
     )
     cors_max_age: int = Field(
