@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(CURDIR)/$(VENV)/bin
 export PATH := $(BIN):$(PATH)
 
-.PHONY: help install demo lint test bench bench-compare
+.PHONY: help install demo lint test bench bench-keyset bench-compare
 
 help: ## Show the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-13s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -24,6 +24,9 @@ demo: install ## Bake the default service into demo/, serve it on a throwaway Po
 bench: install ## Side-by-side benchmark (generated vs ceiling, minimal FastAPI, ORM baseline), then the price of auth and tracing; writes docs/bench/
 	$(BIN)/python -m bench.run
 	$(BIN)/python -m bench.features
+
+bench-keyset: install ## A list page at depth 1 and 5,000 on a million rows (EXPLAIN ANALYZE), and wrk on by-id, page and a filtered sorted page; prints the figures
+	$(BIN)/python -m bench.keyset_depth $(ARGS)
 
 bench-compare: install ## The service at BASE=<rev> and at HEAD=<rev> (default: the working tree) side by side; FAIL_ABOVE=<pct> gates CPU/request, ARGS= more flags
 	$(if $(BASE),,$(error BASE=<git revision> is required, e.g. make bench-compare BASE=main))

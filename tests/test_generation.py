@@ -13,10 +13,13 @@ import pytest
 from .baking import PYTEST, TEMPLATE, VENV_BIN, bake, run
 
 # A spec with every type of the grammar (scaffold/spec.py), for the first resource of a bake.
+# A text, an int, an enum and a timestamp marked :filter:sort (issue 21's list of filters and sort
+# orders, tested by the bake's own tests of its resource); the bool and the date filterable only.
 EVERY_TYPE = (
-    "sku:str(32):unique title:str(200) note:text? qty:int(>=0,<=1000)=0 big:bigint(>=-5)?"
-    " price_cents:money active:bool=true kind:enum(retail|wholesale)=retail due:date?"
-    " paid_at:timestamp? ref:uuid?"
+    "sku:str(32):unique title:str(200) note:text?:filter:sort qty:int(>=0,<=1000)=0:filter:sort"
+    " big:bigint(>=-5)? price_cents:money active:bool=true:filter"
+    " kind:enum(retail|wholesale)=retail:filter:sort due:date?:filter"
+    " paid_at:timestamp?:filter:sort ref:uuid?"
 )
 # What a user does next: two resources added with `make resource` (one with a unique field, one
 # with an enum), then the bake's first resource removed with its table.

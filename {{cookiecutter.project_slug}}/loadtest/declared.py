@@ -11,7 +11,7 @@ number whose bounds are narrow, repeats a fixed value and its creates answer 409
 import json
 from typing import Any, get_args
 
-from {{ cookiecutter.package_name }}.kit import FieldType, Resource, field_type, is_unique
+from {{ cookiecutter.package_name }}.kit import FieldType, Resource, field_type, is_unique, list_query
 
 from .operations import RANDOM_BELOW, UNIQUE_DIGITS, UNIQUE_RANGE, parts
 
@@ -40,6 +40,34 @@ def members(resource: Resource, name: str) -> tuple[str, ...]:
     choices = get_args(resource.fields.model_fields[name].annotation)
     literal = next((arg for arg in choices if get_args(arg)), None)
     return get_args(literal) if literal is not None else choices
+
+
+def filtered_query(resource: Resource) -> str | None:
+    """The query of a filtered, sorted 20-row page over seeded rows, from the fields marked
+    :filter and :sort (kit/listing.py), or None when no field is marked: sorted descending by the
+    first sortable field, filtered on the first enum or bool field marked (a value most seeded
+    rows have), else on a range of the first number, date or timestamp marked."""
+    query = list_query(resource.fields)
+    parts = ["limit=20"]
+    kinds = {name: _marker(resource, name).kind for name in resource.fields.model_fields}
+    sets = [
+        c for c in query.conditions if c.operator == "=" and kinds[c.column] in ("enum", "bool")
+    ]
+    ranges = [c for c in query.conditions if c.operator == ">=" and kinds[c.column] != "timestamp"]
+    if sets:
+        kind, name = kinds[sets[0].column], sets[0].column
+        parts.append(f"{name}={members(resource, name)[0] if kind == 'enum' else 'true'}")
+    elif ranges:
+        parts.append(f"{ranges[0].parameter}={_seeded_low(resource, ranges[0].column)}")
+    if query.sortable:
+        parts.append(f"sort=-{next(iter(query.sortable))}")
+    return "&".join(parts) if len(parts) > 1 else None
+
+
+def _seeded_low(resource: Resource, name: str) -> str:
+    # The smallest value the seed gives (see _seeded): every seeded row is at or above it.
+    marker: Any = _marker(resource, name)
+    return "2000-01-01" if marker.kind == "date" else str(min(max(0, marker.ge), marker.le))
 
 
 def _text(name: str, marker: Any, unique: bool) -> str:

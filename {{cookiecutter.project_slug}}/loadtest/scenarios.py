@@ -5,7 +5,8 @@ Every client builds its requests from here: the Python engine (loadtest/http.py)
 loadtest/k6/crud.js reads the table from the config loadtest/k6.py writes) and wrk (loadtest/wrk.py
 writes its Lua, for the engine's cross-check and the template's bench). An operation is named
 `<plural>.<operation>`, a scenario too: `items.by_id`, `items.page`, `items.create`,
-`items.patch` (one operation each) and `items.mixed` (80 % by id, 20 % patches); `items.delete`
+`items.patch` (one operation each), `items.filtered` (a filtered, sorted page, for a resource
+with a field marked :filter or :sort) and `items.mixed` (80 % by id, 20 % patches); `items.delete`
 is an operation of the table (the bench's) but no scenario, since each id can be deleted once.
 """
 
@@ -13,15 +14,17 @@ from {{ cookiecutter.package_name }}.kit import Resource
 from {{ cookiecutter.package_name }}.serving.resources import RESOURCES
 
 from .budget import Budget
-from .declared import create_body, patch_body, plural
+from .declared import create_body, filtered_query, patch_body, plural
 from .operations import Mix, Operation
 
 # The scenarios of every resource, in this order; each is judged by the budget of its operation.
-KINDS = ("by_id", "page", "create", "patch", "mixed")
+KINDS = ("by_id", "page", "filtered", "create", "patch", "mixed")
 
 
 def operations_of(resource: Resource) -> dict[str, Operation]:
     name, prefix = plural(resource), resource.prefix
+    query = filtered_query(resource)
+    filtered = [Operation(f"{name}.filtered", "GET", f"{prefix}?{query}", 200)] if query else []
     return {
         operation.name: operation
         for operation in (
@@ -34,6 +37,7 @@ def operations_of(resource: Resource) -> dict[str, Operation]:
             Operation(
                 f"{name}.delete", "DELETE", prefix + "/{id}", 204, consumes_id=True, resource=name
             ),
+            *filtered,
         )
     }
 
@@ -41,7 +45,11 @@ def operations_of(resource: Resource) -> dict[str, Operation]:
 def scenarios_of(resource: Resource, operations: dict[str, Operation]) -> dict[str, Mix]:
     name = plural(resource)
     by_id, patch = operations[f"{name}.by_id"], operations[f"{name}.patch"]
-    singles = {f"{name}.{kind}": ((operations[f"{name}.{kind}"], 1),) for kind in KINDS[:-1]}
+    singles = {
+        f"{name}.{kind}": ((operations[f"{name}.{kind}"], 1),)
+        for kind in KINDS[:-1]
+        if f"{name}.{kind}" in operations  # filtered: only with a marked field
+    }
     return singles | {f"{name}.mixed": ((by_id, 80), (patch, 20))}
 
 

@@ -23,7 +23,8 @@ def test_the_shipped_budget_holds_the_1_core_defaults() -> None:
     assert budget.scenarios["create"].min_rps == 400
     assert {item.max_p99_ms for item in budget.scenarios.values()} == {50.0}
     assert {item.serving_fraction for item in budget.scenarios.values()} == {0.7}
-    assert set(budget.scenarios) == {"by_id", "page", "create", "patch", "mixed"}
+    assert budget.scenarios["filtered"].min_rps == 600
+    assert set(budget.scenarios) == {"by_id", "page", "filtered", "create", "patch", "mixed"}
 
 
 def test_a_scenario_may_override_a_default(tmp_path: Path) -> None:

@@ -11,18 +11,21 @@ from uuid import UUID
 import asyncpg
 import pytest
 from fastapi import APIRouter
-from loadtest.declared import create_body, patch_body, seed_rows, value_template
+from loadtest.declared import create_body, filtered_query, patch_body, seed_rows, value_template
 from loadtest.operations import UNIQUE_RANGE, parts, render
+from pydantic import create_model
 
 from {{ cookiecutter.package_name }}.kit import (
     BigInt,
     Bool,
     Date,
     Declared,
+    Filterable,
     Int,
     Money,
     OneOf,
     Resource,
+    Sortable,
     Str,
     Text,
     Timestamp,
@@ -54,6 +57,27 @@ class OnlyUnique(Declared):
 
 
 EVERY_KIND = Resource(APIRouter(prefix="/things"), "things", EveryKind)
+
+
+class Marked(Declared):
+    price: Annotated[int, Money(), Filterable()]
+    at: Annotated[datetime | None, Timestamp(), Sortable()] = None
+    kind: Annotated[Literal["retail", "wholesale"], OneOf(), Filterable()] = "retail"
+
+
+def test_the_filtered_page_filters_on_a_marked_enum_or_number_and_sorts_by_a_marked_field() -> None:
+    marked = Resource(APIRouter(prefix="/things"), "things", Marked)
+    # The enum first (most seeded rows have its first value), else a range from the seed's lowest.
+    assert filtered_query(marked) == "limit=20&kind=retail&sort=-at"
+    unsorted = Resource(
+        APIRouter(prefix="/things"),
+        "things",
+        create_model(
+            "Priced", __base__=Declared, price=(Annotated[int, Money(ge=5), Filterable()], ...)
+        ),
+    )
+    assert filtered_query(unsorted) == "limit=20&price.gte=5"
+    assert filtered_query(EVERY_KIND) is None  # nothing marked: no filtered scenario
 
 
 def _rendered(template: str, rng: random.Random) -> str:
