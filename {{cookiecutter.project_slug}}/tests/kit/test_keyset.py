@@ -8,9 +8,11 @@ from typing import Any
 
 import asyncpg
 import pytest
+import structlog
 from loadtest.declared import seed_rows
+from pydantic import SecretStr
 
-from {{ cookiecutter.package_name }}.kit import Resource, list_query
+from {{ cookiecutter.package_name }}.kit import ProblemError, Resource, cursor_key, keyset, list_query
 from {{ cookiecutter.package_name }}.kit.keyset import make_cursor, page_statement
 from {{ cookiecutter.package_name }}.serving.resources import RESOURCES
 
@@ -87,3 +89,52 @@ async def test_sorted_filtered_and_deep_pages_read_an_index_not_the_whole_table(
         for case, page in pages.items():
             nodes = await _plan(connection, page_statement(TABLE, columns, page, KEY))
             assert "Seq Scan" not in nodes, f"{resource.table}: {case}: {nodes}"
+
+
+def _sorted_query() -> Any:
+    marked = [resource for resource in MARKED if list_query(resource.fields).sortable]
+    if not marked:
+        pytest.skip("no resource marks a field :sort")
+    query = list_query(marked[0].fields)
+    return query, next(iter(query.sortable))
+
+
+def test_a_cursor_signed_with_another_key_is_refused_naming_cursor() -> None:
+    query, name = _sorted_query()
+    first = query.model_validate({"sort": name})
+    cursor = make_cursor(first, "1", 1, b"another key")
+    page = query.model_validate({"sort": name, "cursor": cursor})
+    with pytest.raises(ProblemError) as refused:
+        page_statement(TABLE, "id", page, KEY)
+    assert refused.value.status == 400
+    assert refused.value.detail.startswith("cursor:")
+    page_statement(
+        TABLE,
+        "id",
+        query.model_validate({"sort": name, "cursor": make_cursor(first, "1", 1, KEY)}),
+        KEY,
+    )
+
+
+def test_the_statement_text_depends_on_which_filters_are_sent_not_on_their_values() -> None:
+    query, name = _sorted_query()
+    nulls = [c.parameter for c in query.conditions if c.operator == "null"]
+    if not nulls:
+        pytest.skip("no optional field marked :filter")
+    texts = {
+        page_statement(TABLE, "id", query.model_validate({nulls[0]: value}), KEY)[0]
+        for value in ("true", "false")
+    }
+    assert len(texts) == 1  # one prepared statement per combination: asyncpg's cache hits
+    sorted_page = query.model_validate({nulls[0]: "true", "sort": name})
+    assert page_statement(TABLE, "id", sorted_page, KEY)[0] not in texts
+
+
+def test_without_cursor_secret_the_process_signs_with_a_key_of_its_own_and_says_so_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(keyset, "_warned", False)
+    with structlog.testing.capture_logs() as logs:
+        assert cursor_key(None) == cursor_key(None)
+    assert [log["event"] for log in logs] == ["cursor_secret_unset"]
+    assert cursor_key(SecretStr("shared")) == b"shared"

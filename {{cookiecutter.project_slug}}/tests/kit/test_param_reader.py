@@ -106,6 +106,9 @@ SHAPES: dict[str, Shape] = {
     "page-both": ("GET", "?limit=2&after=1", None, {}),
     "page-limit-twice": ("GET", "?limit=1&limit=2", None, {}),
     "page-unknown-parameter": ("GET", "?colour=red", None, {}),
+    "page-unknown-parameter-twice": ("GET", "?colour=red&colour=blue&limit=1", None, {}),
+    "page-unknown-sort": ("GET", "?sort=colour", None, {}),
+    "page-garbage-cursor": ("GET", "?cursor=x", None, {}),
     "create": ("POST", "", _valid, JSON),
     "create-json-charset": (
         "POST",
