@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -34,10 +35,9 @@ from .gate_report import SIDES, Runs, regressions, summarise, table
 from .headers import given
 from .sweep import say
 
-# Three A/A runs of the default settings on a shared 2-core VM (docs/performance-gate.md) put
-# every scenario's head/base between 0.95 and 1.06; 10 % stays clear of that and still catches a
-# route that got a tenth dearer.
-MARGIN = 10.0
+# A/A runs on a shared 2-core VM kept busy by other jobs (docs/performance-gate.md) put a
+# scenario's median head/base as high as 1.12 with 5 rounds: 15 % stays clear of that noise.
+MARGIN = 15.0
 
 
 def _git(*args: str) -> str:
@@ -198,7 +198,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--base", required=True, help="git revision to compare the working tree to")
     parser.add_argument("--margin", type=float, default=MARGIN, help="percent, default %(default)s")
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--seconds", type=int, default=2, help="each of the A B B A runs")
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--rows", type=int, default=10_000, help="seeded per resource")
@@ -210,6 +210,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    # A cancelled CI job is sent SIGTERM: leave through the ExitStack, which stops both services,
+    # drops both databases and removes the worktree.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     server_url = os.environ.get("DATABASE_URL")
     if not server_url or not wrk.available():
         say("perf-gate needs DATABASE_URL (`make perf-gate` starts a PostgreSQL) and wrk")
