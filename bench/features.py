@@ -4,7 +4,8 @@ side by side.
 Bakes the service with auth=none, api_key and jwt, serves each variant below pinned to core 0
 (PostgreSQL, wrk and the JWKS server on core 1), seeds the same rows, and drives them in
 interleaved, rotated rounds with the same wrk workload (default: GET by id). Prints requests per
-second per variant (median of the rounds) and the ratio to `off`, and writes them as JSON.
+second per variant (median of the rounds), the ratio to `off` and the server's CPU per request,
+and writes them as JSON.
 
   off             auth=none, tracing off: the reference
   api_key         auth=api_key, X-API-Key on every request
