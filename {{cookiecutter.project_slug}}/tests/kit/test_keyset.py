@@ -134,6 +134,8 @@ def test_without_cursor_secret_the_process_signs_with_a_key_of_its_own_and_says_
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(keyset, "_warned", False)
+    # A logger used by an earlier test caches its configuration and would bypass the capture.
+    monkeypatch.setattr(keyset, "logger", structlog.get_logger(keyset.__name__))
     with structlog.testing.capture_logs() as logs:
         assert cursor_key(None) == cursor_key(None)
     assert [log["event"] for log in logs] == ["cursor_secret_unset"]
