@@ -23,6 +23,7 @@ FILES = {
     "tests/test_schemas.py.jinja": "tests/{plural}/test_schemas.py",
     "tests/test_repository.py.jinja": "tests/{plural}/test_repository.py",
     "tests/test_listing.py.jinja": "tests/{plural}/test_listing.py",
+    "tests/test_listing_refusals.py.jinja": "tests/{plural}/test_listing_refusals.py",
 }
 RESOURCES_MODULE = "src/{package}/serving/resources.py"
 VERSIONS = Path("migrations/versions")
