@@ -294,7 +294,9 @@ def parse_field(text: str) -> Field:
     match = _FIELD.fullmatch(text)
     name = text.partition(":")[0] or text
     if match is None:
-        raise SpecError(f"{name}: cannot read {text!r}; write name:type[?][=default][:unique]")
+        raise SpecError(
+            f"{name}: cannot read {text!r}; write name:type[?][=default][:unique][:filter][:sort]"
+        )
     name, type_, args = match.group("name"), match.group("type"), match.group("args")
     if SNAKE_CASE.fullmatch(name) is None:
         raise SpecError(f"{name}: a field name is snake_case (e.g. unit_price)")
