@@ -12,13 +12,24 @@ RESOURCE = "{{ cookiecutter.resource }}"
 RESOURCE_PLURAL = "{{ cookiecutter.resource_plural }}"
 FIELDS = """{{ cookiecutter.fields }}"""
 # The generator's own rules for names and field specs (one home): the template's copy of it.
-# A template given as a relative path (`cookiecutter .`) is relative to where cookiecutter was
-# started, which the shell's PWD still names; the hook itself runs in the new project's folder.
-_REPO = Path(os.environ.get("PWD", "."), "{{ cookiecutter._repo_dir }}")
-sys.path.insert(0, str(_REPO / "{{ '{{cookiecutter.project_slug}}' }}"))
-
-from scaffold.names import MODULES, SNAKE_CASE, resource_name_problems  # noqa: E402
-from scaffold.spec import SpecError, parse  # noqa: E402
+# The hook runs in the new project's (empty) folder; its parent, cookiecutter (or cruft, which
+# calls cookiecutter's generator), runs hooks from the template folder. `_repo_dir` names that
+# folder too where cookiecutter sets it (relative to where it was started, which PWD names).
+_CANDIDATES = [
+    Path(f"/proc/{os.getppid()}/cwd"),
+    Path(os.environ.get("PWD", "."), "{{ cookiecutter.get('_repo_dir', '') }}"),
+]
+_FOLDER = "{{ '{{cookiecutter.project_slug}}' }}"
+_GENERATOR = next(
+    (path / _FOLDER for path in _CANDIDATES if (path / _FOLDER / "scaffold").is_dir()), None
+)
+if _GENERATOR is not None:
+    sys.path.insert(0, str(_GENERATOR))
+try:
+    from scaffold.names import MODULES, SNAKE_CASE, resource_name_problems
+    from scaffold.spec import SpecError, parse
+except ImportError:  # not found: the generator refuses a bad spec after the files are written
+    _GENERATOR = None
 
 SLUG_PATTERN = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 
@@ -30,6 +41,9 @@ def problems() -> list[str]:
             f"project_slug {SLUG!r} is not a valid name: use lowercase letters, digits and "
             "single hyphens, starting with a letter (e.g. 'inventory-service')"
         )
+    if _GENERATOR is None:
+        print("The generator's rules were not found: the fields are checked as it runs.")
+        return found
     if (
         not PACKAGE.isidentifier()
         or keyword.iskeyword(PACKAGE)
@@ -38,9 +52,9 @@ def problems() -> list[str]:
         found.append(f"package_name {PACKAGE!r} is not a lowercase Python identifier")
     elif PACKAGE in MODULES or PACKAGE in sys.stdlib_module_names:
         found.append(f"package_name {PACKAGE!r} is a reserved word: it would shadow a module")
-    found += resource_name_problems(RESOURCE, RESOURCE_PLURAL)
     if RESOURCE_PLURAL == PACKAGE:
         found.append(f"resource_plural {RESOURCE_PLURAL!r} must differ from package_name")
+    found += resource_name_problems(RESOURCE, RESOURCE_PLURAL)
     try:
         parse(FIELDS)
     except SpecError as error:

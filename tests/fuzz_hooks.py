@@ -6,7 +6,9 @@ schema-valid. The document's pattern refuses it, and so does the service (400). 
 "schema-valid request rejected" is dropped only when the header really breaks the declared pattern.
 And a list cursor is opaque: any string fits its schema, but only one the service signed is read
 (400 naming `cursor`), as `after` with `sort` is a 400 naming `after`; a fuzzer cannot make a
-cursor, so that 400 is dropped too. Every other failure, of every check, stands.
+cursor, so that 400 is dropped too. And the fuzzer sends one Idempotency-Key with many bodies:
+a key once used answers another request with a 422 (it names the key, not a field), which is the
+contract, so that 422 is dropped as well. Every other failure, of every check, stands.
 """
 
 import re
@@ -38,9 +40,20 @@ def _refused_cursor(case: Any, response: Any) -> bool:
     return detail.startswith(("cursor:", "after:"))
 
 
+def _reused_idempotency_key(case: Any, response: Any) -> bool:
+    sent = {name.lower() for name in (case.headers or {})}
+    if response is None or response.status_code != 422 or "idempotency-key" not in sent:
+        return False
+    return "Idempotency-Key was used with another request" in str(response.json().get("detail"))
+
+
 @schemathesis.hook
 def filter_failure(context: Any, failure: Any, case: Any, response: Any) -> bool:
     return not (
         getattr(failure, "code", None) == "ST202"
-        and (_breaks_declared_pattern(case.headers) or _refused_cursor(case, response))
+        and (
+            _breaks_declared_pattern(case.headers)
+            or _refused_cursor(case, response)
+            or _reused_idempotency_key(case, response)
+        )
     )
