@@ -185,7 +185,12 @@ def test_variant_passes_mypy_strict(variant: tuple[Path, dict[str, Any]]) -> Non
 def test_variant_passes_its_own_suite_on_postgres(
     variant: tuple[Path, dict[str, Any]], postgres_url: str
 ) -> None:
-    project, _ = variant
+    project, context = variant
+    wanted = tuple(int(part) for part in context.get("python_version", "3.11").split("."))
+    if sys.version_info < wanted:
+        # A 3.12 bake uses 3.12 syntax (PEP 695 generics, as ruff's pyupgrade asks): only its
+        # lint and mypy (with its python_version) run on an older interpreter.
+        pytest.skip(f"the bake needs Python {context['python_version']}; this is {sys.version}")
     result = run(project, *PYTEST, DATABASE_URL=postgres_url)
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-2000:]
     assert " passed" in result.stdout
