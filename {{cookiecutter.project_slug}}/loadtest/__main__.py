@@ -20,7 +20,7 @@ from .capacity import capacity_from, describe, write_helm_values
 from .engine import Engine, Step
 from .headers import ENVIRONMENT, HeadersError, given
 from .operations import Mix, fixed
-from .scenarios import resources_in, to_run
+from .scenarios import resources_in, send_idempotency_keys, to_run
 from .search import Limits, Plan, search
 
 
@@ -31,6 +31,14 @@ def _header_option(parser: argparse.ArgumentParser) -> None:
         metavar="'NAME: VALUE'",
         help=f"sent on every request, repeatable, after those of {ENVIRONMENT} (one per line); "
         f"a secret belongs in {ENVIRONMENT}, which `ps` does not show",
+    )
+
+
+def _keys_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--idempotency-keys",
+        action="store_true",
+        help="send a fresh Idempotency-Key with every create (the keyed path's price)",
     )
 
 
@@ -68,6 +76,7 @@ def _parser() -> argparse.ArgumentParser:
         "--write-helm-values", action="store_true", help="also write the Helm values override"
     )
     _header_option(knee)
+    _keys_option(knee)
 
     capacity = commands.add_parser("capacity", help="pod sizing from the latest results")
     capacity.add_argument(
@@ -81,6 +90,7 @@ def _parser() -> argparse.ArgumentParser:
     k6_run.add_argument("--seconds", type=float, default=20.0, help="steady part of each scenario")
     k6_run.add_argument("--rate-scale", type=float, default=1.0, help="multiply every arrival rate")
     _header_option(k6_run)
+    _keys_option(k6_run)
 
     probe = commands.add_parser("probe", help="one closed-loop step against a path")
     probe.add_argument("--url", required=True)
@@ -126,6 +136,8 @@ def _capacity(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if getattr(args, "idempotency_keys", False):
+        send_idempotency_keys()
     if args.command == "run":
         return run.main(args, run.with_overrides(load(args.budget), args))
     if args.command == "capacity":

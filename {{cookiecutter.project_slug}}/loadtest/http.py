@@ -56,7 +56,8 @@ def build_op(
     headers: Mapping[str, str] | None = None,
 ) -> Op:
     """The request factory of one operation of the scenario table (loadtest/scenarios.py), each
-    request carrying `headers` (loadtest/headers.py checked them: one line each); `{id}` draws
+    request carrying `headers` (loadtest/headers.py checked them: one line each) and the
+    operation's own, rendered per request (a fresh Idempotency-Key); `{id}` draws
     from the seeded ids of the operation's resource, `ids[operation.resource]`."""
     if operation.consumes_id:
         raise ValueError(f"{operation.name} uses each id once; the engine draws ids at random")
@@ -64,7 +65,8 @@ def build_op(
     body = parts(operation.body) if operation.body is not None else None
     method, status = operation.method, operation.status
     extra = "".join(f"{name}: {value}\r\n" for name, value in (headers or {}).items())
-    if len(path) == 1 and body is None:
+    own = [(name, parts(template)) for name, template in operation.headers]
+    if len(path) == 1 and body is None and not own:
         fixed = _request(method, path[0], extra=extra)
         return lambda rng: (fixed, status)
 
@@ -79,7 +81,8 @@ def build_op(
             return rng.randrange(*UNIQUE_RANGE) if name == "u" else rng.randrange(RANDOM_BELOW)
 
         content = render(body, value).encode() if body is not None else None
-        return _request(method, render(path, value), content, extra), status
+        sent = extra + "".join(f"{name}: {render(split, value)}\r\n" for name, split in own)
+        return _request(method, render(path, value), content, sent), status
 
     return request
 

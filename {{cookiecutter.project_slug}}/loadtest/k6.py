@@ -74,6 +74,7 @@ def config(
                 "method": op.method,
                 "path": parts(op.path),
                 "body": parts(op.body) if op.body is not None else None,
+                "headers": [[name, parts(template)] for name, template in op.headers],
                 "status": op.status,
                 "route": op.route,
                 "resource": op.resource,

@@ -4,11 +4,12 @@ client processes of the engine, k6's config writer and wrk's Lua writer need onl
 A template's placeholders: `{id}` an id of a seeded row of the operation's resource, `{n}` a random
 whole number below RANDOM_BELOW, `{u}` a random whole number of exactly UNIQUE_DIGITS digits (a
 unique field's value: 9 x 10^11 of them, so that a run's creates do not collide).
+An operation's `headers` are templates too, e.g. a create's Idempotency-Key (`keyed`).
 """
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 PLACEHOLDER = re.compile(r"\{(id|n|u)\}")
 RANDOM_BELOW = 1_000_000
@@ -26,6 +27,7 @@ class Operation:
     # Each id at most once (a delete): drawn in order from a range seeded for the run, not at random.
     consumes_id: bool = False
     resource: str = ""  # the plural whose seeded ids `{id}` draws from; "" when the path has none
+    headers: tuple[tuple[str, str], ...] = ()  # (name, value template) sent on each request
 
     @property
     def route(self) -> str:
@@ -36,6 +38,17 @@ class Operation:
 
 
 Mix = tuple[tuple[Operation, int], ...]  # operations and their weights
+
+# A fresh key per request: two `{u}`, 24 random digits (a run's keys do not collide).
+IDEMPOTENCY_KEY = ("Idempotency-Key", "loadtest-{u}{u}")
+
+
+def keyed(operation: Operation) -> Operation:
+    """A create (POST) that sends a fresh Idempotency-Key with each request: it runs in one
+    transaction with the stored answer (kit/idempotency.py); any other operation unchanged."""
+    if operation.method != "POST":
+        return operation
+    return replace(operation, headers=(*operation.headers, IDEMPOTENCY_KEY))
 
 
 def fixed(path: str) -> Mix:

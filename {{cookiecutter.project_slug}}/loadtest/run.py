@@ -84,6 +84,7 @@ def main(args: Any, budget: Budget) -> int:
             "target": asdict(target) | {"started_here": not args.url},
             "client": {
                 "headers": sorted(headers),  # the names alone: a value may be a secret
+                "idempotency_keys": bool(getattr(args, "idempotency_keys", False)),
                 "processes": processes,
                 "cores": client_cores,
                 "capacity_rps": round(capacity_rps),

@@ -15,7 +15,7 @@ from {{ cookiecutter.package_name }}.serving.resources import RESOURCES
 
 from .budget import Budget
 from .declared import create_body, filtered_query, patch_body, plural
-from .operations import Mix, Operation
+from .operations import Mix, Operation, keyed
 
 # The scenarios of every resource, in this order; each is judged by the budget of its operation.
 KINDS = ("by_id", "page", "filtered", "create", "patch", "mixed")
@@ -58,6 +58,16 @@ SCENARIOS: dict[str, Mix] = {}
 for _resource in RESOURCES:
     OPERATIONS |= operations_of(_resource)
     SCENARIOS |= scenarios_of(_resource, OPERATIONS)
+
+
+def send_idempotency_keys() -> None:
+    """`--idempotency-keys`: every create of the table, in every scenario, sends a fresh
+    Idempotency-Key from now on; called once, before any client is built from the table."""
+    for name, operation in OPERATIONS.items():
+        OPERATIONS[name] = keyed(operation)
+    for name, mix in SCENARIOS.items():
+        SCENARIOS[name] = tuple((OPERATIONS[operation.name], weight) for operation, weight in mix)
+
 
 # The resources by plural, in the order of RESOURCES.
 BY_NAME: dict[str, Resource] = {plural(resource): resource for resource in RESOURCES}

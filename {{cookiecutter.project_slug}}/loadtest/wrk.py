@@ -16,9 +16,19 @@ from .operations import RANDOM_BELOW, Mix, Operation, parts
 # Ids at random in the seeded range (contiguous), or in order from its start for an operation
 # that uses each id once (each wrk thread counts on its own: run those with one thread); the
 # headers of LOADTEST_HEADERS (`Name: value` lines) on every request, a request with a body in the
-# same table as its Content-Type (wrk.format ignores -H headers once given a table); one JSON
-# line of figures at the end.
+# same table as its Content-Type (wrk.format ignores -H headers once given a table), an
+# operation's own headers (a fresh Idempotency-Key) added to a copy; each thread seeded apart
+# (one seed would repeat a thread's unique values and keys in the next); one JSON line at the end.
 _PRELUDE = """math.randomseed(os.time())
+local threads = 0
+setup = function(thread) threads = threads + 1; thread:set("thread_number", threads) end
+init = function() math.randomseed(os.time() * 1000 + (thread_number or 0)) end
+local function with(base, own)
+  local all = {}
+  for name, value in pairs(base) do all[name] = value end
+  for name, value in pairs(own) do all[name] = value end
+  return all
+end
 local low, high, next_id = %(low)d, %(high)d, %(low)d
 local values = {
   id = function() return math.random(low, high) end,
@@ -59,12 +69,21 @@ def _text(template: str, consumes_id: bool) -> str:
     return " .. ".join(pieces) or '""'
 
 
+def _headers(operation: Operation, table: str) -> str:
+    if not operation.headers:
+        return table
+    own = ", ".join(
+        f"[{json.dumps(name)}] = {_text(template, False)}" for name, template in operation.headers
+    )
+    return f"with({table}, " + "{" + own + "})"  # no doubled brace: cookiecutter renders this
+
+
 def _request(operation: Operation) -> str:
     path = _text(operation.path, operation.consumes_id)
     if operation.body is None:
-        return f'wrk.format("{operation.method}", {path}, plain)'
+        return f'wrk.format("{operation.method}", {path}, {_headers(operation, "plain")})'
     body = _text(operation.body, operation.consumes_id)
-    return f'wrk.format("{operation.method}", {path}, json, {body})'
+    return f'wrk.format("{operation.method}", {path}, {_headers(operation, "json")}, {body})'
 
 
 def script(mix: Mix, *, low: int, high: int, delay_ms: int | None = None) -> str:

@@ -5,9 +5,10 @@ import random
 import re
 
 import pytest
+from loadtest import scenarios
 from loadtest.declared import plural
 from loadtest.http import build_mix, build_op
-from loadtest.operations import UNIQUE_DIGITS, Operation, parts
+from loadtest.operations import UNIQUE_DIGITS, Operation, keyed, parts
 from loadtest.scenarios import OPERATIONS, SCENARIOS
 
 from .declared import first_resource
@@ -84,3 +85,28 @@ def test_a_mix_picks_its_operations_in_proportion_to_their_weights() -> None:
     methods = [_parse(op(rng)[0])[0] for _ in range(20_000)]
     assert methods.count("GET") / len(methods) == pytest.approx(0.8, abs=0.01)
     assert set(methods) == {"GET", "PATCH"}
+
+
+def test_each_keyed_create_of_the_engine_carries_a_fresh_idempotency_key() -> None:
+    create = OPERATIONS[f"{FIRST}.create"]
+    op, rng = build_op(keyed(create), {}, {"X-API-Key": "k"}), random.Random(11)
+    keys = [_parse(op(rng)[0])[2]["Idempotency-Key"] for _ in range(1000)]
+    assert all(re.fullmatch(r"loadtest-\d{24}", key) for key in keys)
+    assert len(set(keys)) == len(keys)
+    assert "Idempotency-Key" not in _parse(build_op(create, {})(rng)[0])[2]
+    by_id = OPERATIONS[f"{FIRST}.by_id"]
+    assert keyed(by_id) is by_id
+
+
+def test_sending_idempotency_keys_keys_every_create_of_the_table_and_nothing_else(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(scenarios, "OPERATIONS", dict(OPERATIONS))
+    monkeypatch.setattr(scenarios, "SCENARIOS", dict(SCENARIOS))
+    scenarios.send_idempotency_keys()
+    for mix in scenarios.SCENARIOS.values():
+        for operation, _ in mix:
+            keys = [name for name, _ in operation.headers if name == "Idempotency-Key"]
+            assert keys == (["Idempotency-Key"] if operation.method == "POST" else []), mix
+    assert scenarios.SCENARIOS[f"{FIRST}.create"][0][0].headers
+    assert not OPERATIONS[f"{FIRST}.create"].headers  # the table of other tests is untouched

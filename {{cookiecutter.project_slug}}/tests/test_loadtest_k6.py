@@ -13,7 +13,7 @@ from loadtest.budget import load
 from loadtest.declared import plural
 from loadtest.headers import ENVIRONMENT
 from loadtest.k6 import IDS, config, scenario_name
-from loadtest.operations import UNIQUE_RANGE, parts
+from loadtest.operations import UNIQUE_RANGE, keyed, parts
 from loadtest.scenarios import SCENARIOS
 
 from .declared import first_resource
@@ -47,7 +47,20 @@ def test_the_k6_config_carries_each_scenarios_operations_and_weights_from_the_ta
                 "status": operation.status,
                 "route": operation.route,
                 "resource": operation.resource,
+                "headers": [],  # a create sends an Idempotency-Key with --idempotency-keys alone
             }
+
+
+def test_the_k6_config_gives_a_keyed_create_its_idempotency_key_template(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    name = f"{FIRST}.create"
+    monkeypatch.setitem(SCENARIOS, name, ((keyed(SCENARIOS[name][0][0]), 1),))
+    settings = config(load(project.BUDGET), url="http://x", ids={}, names=[name], seconds=1.0)
+    # crud.js renders each template per request, as it renders a body: a fresh key each time.
+    assert settings["operations"][name]["headers"] == [
+        ["Idempotency-Key", ["loadtest-", "u", "", "u", ""]]
+    ]
 
 
 def test_the_k6_config_holds_only_the_chosen_scenarios_and_at_most_IDS_ids() -> None:

@@ -5,7 +5,7 @@ import re
 
 from loadtest.declared import plural
 from loadtest.headers import ENVIRONMENT
-from loadtest.operations import Operation, parts
+from loadtest.operations import Operation, keyed, parts
 from loadtest.scenarios import OPERATIONS, SCENARIOS
 from loadtest.wrk import script
 
@@ -55,3 +55,14 @@ def test_the_wrk_script_draws_a_unique_fields_value_as_twelve_digits() -> None:
     lua = script(((Operation("t.create", "POST", "/t", 201, '{"code": "{u}"}'), 1),), low=1, high=9)
     assert 'u = function() return string.format("%d%06d", math.random(100000, 999999)' in lua
     assert "values.u()" in lua
+
+
+def test_the_wrk_script_sends_a_keyed_create_with_a_fresh_idempotency_key_per_request() -> None:
+    lua = script(((keyed(OPERATIONS[f"{FIRST}.create"]), 1),), low=1, high=9)
+    request = next(line for line in lua.splitlines() if line.startswith("request = "))
+    key = '{["Idempotency-Key"] = "loadtest-" .. values.u() .. values.u()}'
+    assert f"with(json, {key})" in request
+    # Each thread its own sequence: the keys of one are not the keys of the next.
+    assert 'thread:set("thread_number", threads)' in lua
+    assert "math.randomseed(os.time() * 1000 + (thread_number or 0))" in lua
+    assert "Idempotency-Key" not in script(SCENARIOS[f"{FIRST}.create"], low=1, high=9)

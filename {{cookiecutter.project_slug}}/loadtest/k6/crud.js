@@ -70,6 +70,10 @@ export default function () {
     body = render(operation.body, operation);
     params.headers = Object.assign({ 'Content-Type': 'application/json' }, sent);
   }
+  // The operation's own headers, rendered per request: a create's fresh Idempotency-Key.
+  for (const [name, template] of operation.headers || []) {
+    params.headers = Object.assign({}, params.headers, { [name]: render(template, operation) });
+  }
   const response = http.request(operation.method, config.base_url + render(operation.path, operation), body, params);
   check(response, { [`status ${operation.status}`]: (r) => r.status === operation.status });
 }
