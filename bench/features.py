@@ -17,6 +17,11 @@ and writes them as JSON.
                   none refused), the client keyed by its address
   api_key_rate_limit  auth=api_key with the rate limit, the client keyed by its key's digest
 
+`--workload create create_keyed --variants off` measures the price of an Idempotency-Key instead:
+each variant with each workload, interleaved the same way, `create_keyed` the create with a fresh
+key per request (`make bench` writes it to docs/bench/idempotency.json). Beside the server's CPU
+per request, wrk's (the client's) and PostgreSQL's (its postmaster and backends).
+
 Spans are made but not exported (OTEL_TRACES_EXPORTER=none): the price measured is the service's,
 not a collector's. Run: `.venv/bin/python -m bench.features` (about 3 minutes; `make bench` runs it
 after the side-by-side benchmark).
@@ -24,10 +29,12 @@ after the side-by-side benchmark).
 
 import argparse
 import asyncio
+import contextlib
 import hashlib
 import importlib.util
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -95,24 +102,53 @@ def _cpu_seconds(pid: int) -> float:
     return float(sum(psutil.Process(pid).cpu_times()[:2]))
 
 
+def _postgres_cpu_seconds(data_dir: Path) -> float:
+    """CPU time of PostgreSQL's postmaster and its children (the pools' backends live through a
+    run, so a difference is the run's); a child that exits meanwhile drops out."""
+    main = psutil.Process(int((data_dir / "postmaster.pid").read_text().split()[0]))
+    total = 0.0
+    for process in [main, *main.children(recursive=True)]:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            total += float(sum(process.cpu_times()[:2]))
+    return total
+
+
+def _wrk_cpu_seconds() -> float:
+    # The children this process has waited for: wrk's runs (the servers still run).
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _rps(
     base: str,
     headers: dict[str, str],
     args: argparse.Namespace,
-    duration: int,
+    workload: str,
     workloads: Workloads,
     pid: int | None = None,
-) -> tuple[float, float]:
-    """Requests per second of one wrk run, and the server's CPU microseconds per request (the
-    price that other load on a shared machine moves least); every answer must be a 2xx."""
-    before = _cpu_seconds(pid) if pid else 0.0
+    pgdata: Path | None = None,
+) -> tuple[float, float, float, float]:
+    """Requests per second of one wrk run, and the CPU microseconds per request of the server
+    (the price that other load on a shared machine moves least), of wrk and of PostgreSQL
+    (NaN without `pid`: a warm-up); every answer must be a 2xx."""
+    before = (
+        (_cpu_seconds(pid), _wrk_cpu_seconds(), _postgres_cpu_seconds(pgdata))
+        if pid and pgdata
+        else None
+    )
+    duration = args.duration if pid else args.warmup
     result = workloads.run(
-        base, args.workload, seconds=duration, connections=args.connections, headers=headers
+        base, workload, seconds=duration, connections=args.connections, headers=headers
     )
     if result["errors"]:
         raise RuntimeError(f"{base}: {result['errors']:.0f} non-2xx answers or socket errors")
-    used = _cpu_seconds(pid) - before if pid else float("nan")
-    return result["rps"], 1e6 * used / max(result["requests"], 1)
+    if before is None or pid is None or pgdata is None:
+        return result["rps"], float("nan"), float("nan"), float("nan")
+    after = (_cpu_seconds(pid), _wrk_cpu_seconds(), _postgres_cpu_seconds(pgdata))
+    server, client, database = (
+        1e6 * (b - a) / max(result["requests"], 1) for a, b in zip(before, after, strict=True)
+    )
+    return result["rps"], server, client, database
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -141,25 +177,35 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 env = {"DATABASE_URL": postgres.url, **(jwt_env if auth == "jwt" else {}), **env}
                 processes.append(_start(projects[auth], env, port, work / f"{name}.log"))
                 bases[name], pids[name] = f"http://127.0.0.1:{port}", processes[-1].pid
-            for name in args.variants:  # warm-up, and a check that every answer is a 2xx
-                _rps(bases[name], headers[VARIANTS[name][0]], args, args.warmup, workloads)
-            rps: dict[str, list[float]] = {name: [] for name in args.variants}
-            cpu: dict[str, list[float]] = {name: [] for name in args.variants}
+            # Each variant with each workload, named by the variant alone with one workload.
+            series = {
+                (f"{name} {workload}" if len(args.workload) > 1 else name): (name, workload)
+                for name in args.variants
+                for workload in args.workload
+            }
+            for (
+                name,
+                workload,
+            ) in series.values():  # warm-up, and a check that every answer is a 2xx
+                _rps(bases[name], headers[VARIANTS[name][0]], args, workload, workloads)
+            labels = list(series)
+            rps: dict[str, list[float]] = {label: [] for label in labels}
+            cpu: dict[str, list[float]] = {label: [] for label in labels}
+            client: dict[str, list[float]] = {label: [] for label in labels}
+            database: dict[str, list[float]] = {label: [] for label in labels}
             for round_ in range(args.rounds):
-                shift = round_ % len(args.variants)
-                for name in args.variants[shift:] + args.variants[:shift]:
-                    rate, us = _rps(
-                        bases[name],
-                        headers[VARIANTS[name][0]],
-                        args,
-                        args.duration,
-                        workloads,
-                        pids[name],
-                    )
-                    rps[name].append(rate)
-                    cpu[name].append(us)
+                shift = round_ % len(labels)
+                for label in labels[shift:] + labels[:shift]:
+                    name, workload = series[label]
+                    figures = _rps(
+                        bases[name], headers[VARIANTS[name][0]], args, workload, workloads,
+                        pids[name], postgres.data_dir,
+                    )  # fmt: skip
+                    for values, figure in zip((rps, cpu, client, database), figures, strict=True):
+                        values[label].append(figure)
                     print(
-                        f"round {round_ + 1} {name:18} {rate:8.0f} rps {us:7.1f} us CPU/request",
+                        f"round {round_ + 1} {label:18} {figures[0]:8.0f} rps {figures[1]:7.1f} us "
+                        f"CPU/request (wrk {figures[2]:.1f}, PostgreSQL {figures[3]:.1f})",
                         flush=True,
                     )
         finally:
@@ -168,9 +214,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 process.wait(timeout=30)
     medians = {name: statistics.median(values) for name, values in rps.items()}
     cpu_medians = {name: statistics.median(values) for name, values in cpu.items()}
-    reference = medians.get("off")
+    # The reference: `off`, or with several workloads the first series (e.g. `off create`).
+    reference = medians.get("off") if len(args.workload) == 1 else medians[labels[0]]
     return {
-        "workload": args.workload,
+        "workload": args.workload[0] if len(args.workload) == 1 else args.workload,
         "settings": {
             key: getattr(args, key)
             for key in ("duration", "warmup", "rounds", "connections", "rows")
@@ -179,6 +226,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "median_rps": medians,
         "cpu_us_per_request_runs": cpu,
         "median_cpu_us_per_request": cpu_medians,
+        "median_wrk_cpu_us_per_request": {k: statistics.median(v) for k, v in client.items()},
+        "median_postgres_cpu_us_per_request": {
+            k: statistics.median(v) for k, v in database.items()
+        },
         "ratio_to_off": {name: value / reference for name, value in medians.items()}
         if reference
         else {},
@@ -195,7 +246,14 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
-    parser.add_argument("--workload", default="by_id", choices=("by_id", "page"))
+    parser.add_argument(
+        "--workload",
+        nargs="+",
+        default=["by_id"],
+        choices=("by_id", "page", "create", "create_keyed"),
+        help="several: each variant with each, side by side (create create_keyed: an "
+        "Idempotency-Key's price)",
+    )
     parser.add_argument("--duration", type=int, default=5, help="seconds per timed run")
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=3)
@@ -211,14 +269,19 @@ def main() -> int:
     results = run(args)
     args.out.write_text(json.dumps(results, indent=2) + "\n")
     print(
-        "| Variant | Median rps | Ratio to off | us per request over off | server CPU us/request |"
-        "\n|---|---|---|---|---|"
+        "| Variant | Median rps | Ratio to reference | us per request over it "
+        "| CPU us/request: server | wrk | PostgreSQL |\n|---|---|---|---|---|---|---|"
     )
     for name, value in results["median_rps"].items():
         ratio = results["ratio_to_off"].get(name, float("nan"))
         extra = results["us_per_request_over_off"].get(name, float("nan"))
         cpu = results["median_cpu_us_per_request"][name]
-        print(f"| {name} | {value:.0f} | {ratio:.3f} | {extra:+.0f} | {cpu:.1f} |")
+        wrk = results["median_wrk_cpu_us_per_request"][name]
+        pg = results["median_postgres_cpu_us_per_request"][name]
+        print(
+            f"| {name} | {value:.0f} | {ratio:.3f} | {extra:+.0f} "
+            f"| {cpu:.1f} | {wrk:.1f} | {pg:.1f} |"
+        )
     return 0
 
 

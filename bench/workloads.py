@@ -18,6 +18,7 @@ class Workloads:
     def __init__(self, project: Path, rows: int) -> None:
         self._scenarios = load_loadtest(project, "scenarios")
         self._wrk = load_loadtest(project, "wrk")
+        self._operations = load_loadtest(project, "operations")
         self._rows = rows
         missing = {f"{RESOURCE}.{name}" for name in NAMES} - set(self._scenarios.OPERATIONS)
         assert not missing, f"the bake's scenario table has no {missing}"
@@ -36,8 +37,12 @@ class Workloads:
         delay_ms: int | None = None,
         headers: dict[str, str] | None = None,
     ) -> dict[str, float]:
-        """One wrk run (one thread): requests, rps, p50_ms, p99_ms, errors."""
-        mix = ((self._scenarios.OPERATIONS[f"{RESOURCE}.{workload}"], 1),)
+        """One wrk run (one thread): requests, rps, p50_ms, p99_ms, errors. `<operation>_keyed`
+        (e.g. create_keyed): the operation with a fresh Idempotency-Key per request."""
+        operation = self._scenarios.OPERATIONS[f"{RESOURCE}.{workload.removesuffix('_keyed')}"]
+        if workload.endswith("_keyed"):
+            operation = self._operations.keyed(operation)
+        mix = ((operation, 1),)
         lua = self._wrk.script(mix, low=start, high=self._rows, delay_ms=delay_ms)
         figures: dict[str, float] = self._wrk.run(
             base, lua, connections=connections, seconds=seconds, headers=headers
