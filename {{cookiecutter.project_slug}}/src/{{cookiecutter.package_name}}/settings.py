@@ -184,7 +184,15 @@ class Settings(EnvironmentThenSecretFiles):
         ["GET", "POST", "PATCH", "DELETE"], description="Methods a cross-origin request may use."
     )
     cors_allow_headers: CommaList = Field(
-        ["Content-Type", "If-Match", "If-None-Match", "Idempotency-Key", "X-Request-ID"{% if cookiecutter.auth == "api_key" %}, "X-API-Key"{% elif cookiecutter.auth == "jwt" %}, "Authorization"{% endif %}],
+        [
+            "Content-Type",
+            "If-Match",
+            "If-None-Match",
+            "Idempotency-Key",
+            "X-Request-ID",{% if cookiecutter.auth == "api_key" %}
+            "X-API-Key",{% elif cookiecutter.auth == "jwt" %}
+            "Authorization",{% endif %}
+        ],
         description="Request headers a cross-origin request may send.",
     )
     cors_max_age: int = Field(
