@@ -184,12 +184,16 @@ def test_service_passes_its_crud_suite_through_pgbouncer_in_transaction_mode(
         str(path.relative_to(default_project)) for path in (tests / "items", tests / "health")
     ]
     result = run(
-        default_project, *PYTEST, *suites, DATABASE_URL=pgbouncer_url, STATEMENT_CACHE_SIZE="0",
-        timeout=240,
+        default_project, *PYTEST, "-rs", *suites, DATABASE_URL=pgbouncer_url,
+        STATEMENT_CACHE_SIZE="0", timeout=240,
     )  # fmt: skip
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-2000:]
     assert " passed" in result.stdout
-    assert "skipped" not in result.stdout
+    # The only skips: the list tests of filters and sort orders, for a default resource that
+    # marks no field :filter or :sort. Nothing is skipped for want of what PgBouncer offers.
+    skips = [line for line in result.stdout.splitlines() if line.startswith("SKIPPED")]
+    unmarked = ("got empty parameter set", "filters declared", "sortable field declared")
+    assert all(any(reason in line for reason in unmarked) for line in skips), skips
     after = _transactions_through(pgbouncer_url)
     # The suite's own database (test_inventory_service_<hex>) went through PgBouncer.
     pooled = {
