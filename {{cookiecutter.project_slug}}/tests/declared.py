@@ -246,7 +246,7 @@ async def created(
 async def run_sql(database_url: str, query: str, *args: object) -> Any:
     """The first value `query` returns, run on a connection of its own (outside the app's pool
     and any transaction)."""
-    connection = await asyncpg.connect(database_url)
+    connection = await asyncpg.connect(database_url, statement_cache_size=0)
     try:
         return await connection.fetchval(query, *args)
     finally:
