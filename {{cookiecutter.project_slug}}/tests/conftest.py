@@ -74,8 +74,8 @@ def with_database(url: str, name: str) -> str:
 async def fetch_value(url: str, query: str, *args: object) -> Any:
     """The first value `query` returns (None for a command), run on a connection of its own:
     outside the app's pool, and outside any transaction."""
-    # No named statements: behind PgBouncer in transaction mode (tests/test_pgbouncer.py of the
-    # template) the next client may get a server connection that still holds one.
+    # No named statements: behind PgBouncer in transaction mode (the template runs this suite
+    # through it) the next client may get a server connection that still holds one.
     connection = await asyncpg.connect(url, statement_cache_size=0)
     try:
         return await connection.fetchval(query, *args)
