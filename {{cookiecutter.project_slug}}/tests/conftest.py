@@ -39,7 +39,7 @@ from {{ cookiecutter.package_name }}.observability.metrics import Metrics
 from {{ cookiecutter.package_name }}.serving.app import create_app
 from {{ cookiecutter.package_name }}.settings import Settings
 
-from .declared import first_resource, new_body
+from .declared import first_resource, new_body, rows_in, run_sql
 
 
 def _one_row_route(resource: Resource) -> tuple[str, str]:
@@ -71,23 +71,9 @@ def with_database(url: str, name: str) -> str:
     return urlunsplit(parts._replace(path=f"/{name}"))
 
 
-async def fetch_value(url: str, query: str, *args: object) -> Any:
-    """The first value `query` returns (None for a command), run on a connection of its own:
-    outside the app's pool, and outside any transaction."""
-    # No named statements: behind PgBouncer in transaction mode (the template runs this suite
-    # through it) the next client may get a server connection that still holds one.
-    connection = await asyncpg.connect(url, statement_cache_size=0)
-    try:
-        return await connection.fetchval(query, *args)
-    finally:
-        await connection.close()
-
-
 async def count_rows(database_url: str, table: str | None = None) -> int:
     """Rows in `table` (the first resource's unless named)."""
-    name = table or first_resource().table
-    count: int = await fetch_value(database_url, f'SELECT count(*) FROM "{name}"')
-    return count
+    return await rows_in(database_url, table or first_resource().table)
 
 
 def first_field(*kinds: str, required: bool = False) -> str | None:
@@ -139,7 +125,7 @@ def server_url() -> Iterator[str]:
 @pytest.fixture(scope="session")
 def database_url(server_url: str) -> Iterator[str]:
     name = f"test_{{ cookiecutter.package_name }}_{secrets.token_hex(4)}"
-    asyncio.run(fetch_value(server_url, f'CREATE DATABASE "{name}"'))
+    asyncio.run(run_sql(server_url, f'CREATE DATABASE "{name}"'))
     url = with_database(server_url, name)
     subprocess.run(
         [sys.executable, "-m", "alembic", "upgrade", "head"],
@@ -149,7 +135,7 @@ def database_url(server_url: str) -> Iterator[str]:
         capture_output=True,
     )
     yield url
-    asyncio.run(fetch_value(server_url, f'DROP DATABASE "{name}" WITH (FORCE)'))
+    asyncio.run(run_sql(server_url, f'DROP DATABASE "{name}" WITH (FORCE)'))
 
 
 {%- if cookiecutter.auth == "jwt" %}
@@ -348,3 +334,13 @@ def served_url(
     env = {**auth_env, "DATABASE_URL": database_url, "METRICS_PORT": str(served_metrics_port)}
     with serve(log, **env) as base:
         yield base
+
+
+@pytest.fixture
+async def connection(database_url: str) -> AsyncIterator[asyncpg.Connection]:
+    """A connection of its own to the session's database (catalog queries, EXPLAIN)."""
+    connection = await asyncpg.connect(database_url)
+    try:
+        yield connection
+    finally:
+        await connection.close()

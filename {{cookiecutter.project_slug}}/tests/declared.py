@@ -246,6 +246,8 @@ async def created(
 async def run_sql(database_url: str, query: str, *args: object) -> Any:
     """The first value `query` returns, run on a connection of its own (outside the app's pool
     and any transaction)."""
+    # No named statements: behind PgBouncer in transaction mode (the template runs this suite
+    # through it) the next client may get a server connection that still holds one.
     connection = await asyncpg.connect(database_url, statement_cache_size=0)
     try:
         return await connection.fetchval(query, *args)

@@ -72,15 +72,6 @@ FIELDS = [(resource, name) for resource in RESOURCES for name in resource.fields
 STATEMENTS = [(resource, name) for resource in RESOURCES for name in _statements(resource)]
 
 
-@pytest.fixture
-async def connection(database_url: str) -> AsyncIterator[asyncpg.Connection]:
-    connection = await asyncpg.connect(database_url)
-    try:
-        yield connection
-    finally:
-        await connection.close()
-
-
 async def _columns(connection: asyncpg.Connection, table: str) -> dict[str, asyncpg.Record]:
     return {row["attname"]: row for row in await connection.fetch(COLUMNS, table)}
 

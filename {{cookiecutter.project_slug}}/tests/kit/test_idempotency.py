@@ -31,10 +31,9 @@ from ..conftest import (
 {%- endif %}
     assert_problem,
     count_rows,
-    fetch_value,
     started,
 )
-from ..declared import new_body
+from ..declared import new_body, run_sql
 {%- if cookiecutter.auth == "jwt" %}
 
 SCOPES = f"{READ_SCOPE} {WRITE_SCOPE}"
@@ -46,14 +45,14 @@ def fresh_key() -> str:
 
 
 async def keys_named(database_url: str, key: str) -> int:
-    count: int = await fetch_value(
+    count: int = await run_sql(
         database_url, "SELECT count(*) FROM idempotency_keys WHERE key = $1", key
     )
     return count
 
 
 async def expire(database_url: str, key: str) -> None:
-    await fetch_value(
+    await run_sql(
         database_url,
         "UPDATE idempotency_keys SET expires_at = now() - interval '1 second' WHERE key = $1",
         key,
@@ -79,13 +78,13 @@ async def test_a_retried_create_gets_the_first_answer_again_and_writes_one_row(
 async def test_a_create_without_the_header_stores_no_key_and_is_never_replayed(
     client: httpx.AsyncClient, database_url: str
 ) -> None:
-    stored = await fetch_value(database_url, "SELECT count(*) FROM idempotency_keys")
+    stored = await run_sql(database_url, "SELECT count(*) FROM idempotency_keys")
     body = new_body()
     first, second = [await client.post(BASE, json=body) for _ in range(2)]
     assert first.status_code == 201, first.text
     assert second.status_code in (201, 409)  # a second row, or a unique field taken
     assert REPLAYED.lower() not in second.headers
-    assert await fetch_value(database_url, "SELECT count(*) FROM idempotency_keys") == stored
+    assert await run_sql(database_url, "SELECT count(*) FROM idempotency_keys") == stored
 
 
 async def test_the_same_key_with_another_body_is_422_and_writes_nothing(
@@ -144,7 +143,7 @@ async def test_a_retry_while_the_first_is_still_running_is_409(
 ) -> None:
     key = fresh_key()
     assert (await client.post(BASE, json=new_body(), headers={HEADER: key})).status_code == 201
-    client_id = await fetch_value(
+    client_id = await run_sql(
         database_url, "SELECT client FROM idempotency_keys WHERE key = $1", key
     )
     running = fresh_key()
@@ -180,7 +179,7 @@ async def test_expired_keys_are_removed_in_batches_and_live_ones_kept(
 ) -> None:
     live = fresh_key()
     assert (await client.post(BASE, json=new_body(), headers={HEADER: live})).status_code == 201
-    await fetch_value(
+    await run_sql(
         database_url,
         """INSERT INTO idempotency_keys (client, key, fingerprint, status, body, expires_at)
            SELECT 'expired', 'k' || n, '', 201, '', now() - interval '1 hour'
@@ -193,13 +192,13 @@ async def test_expired_keys_are_removed_in_batches_and_live_ones_kept(
     finally:
         await database.close()
     expired = "SELECT count(*) FROM idempotency_keys WHERE expires_at <= now()"
-    assert await fetch_value(database_url, expired) == 0
+    assert await run_sql(database_url, expired) == 0
     assert await keys_named(database_url, live) == 1
 
 
 async def test_the_lifespan_removes_expired_keys(settings: Settings, database_url: str) -> None:
     key = fresh_key()
-    await fetch_value(
+    await run_sql(
         database_url,
         """INSERT INTO idempotency_keys (client, key, fingerprint, status, body, expires_at)
            VALUES ('expired', $1, '', 201, '', now() - interval '1 hour')""",

@@ -35,15 +35,6 @@ def _scans(plan: Any) -> list[str]:
     return found
 
 
-@pytest.fixture
-async def connection(database_url: str) -> AsyncIterator[asyncpg.Connection]:
-    connection = await asyncpg.connect(database_url)
-    try:
-        yield connection
-    finally:
-        await connection.close()
-
-
 async def _plan(connection: asyncpg.Connection, statement: tuple[str, list[Any]]) -> list[str]:
     text, arguments = statement
     explained = await connection.fetchval(f"EXPLAIN (FORMAT JSON) {text}", *arguments)

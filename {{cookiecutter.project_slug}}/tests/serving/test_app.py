@@ -6,11 +6,12 @@ from typing import Any
 from {{ cookiecutter.package_name }}.serving.app import APPLICATION_NAME, create_app
 from {{ cookiecutter.package_name }}.settings import Settings
 
-from ..conftest import fetch_value, in_process_client, lifespan
+from ..conftest import in_process_client, lifespan
+from ..declared import run_sql
 
 
 async def _connections_named(url: str, application_name: str) -> int:
-    count: int = await fetch_value(
+    count: int = await run_sql(
         url,
         "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1 AND datname = current_database()",
         application_name,

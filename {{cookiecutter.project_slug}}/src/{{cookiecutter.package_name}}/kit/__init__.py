@@ -42,7 +42,7 @@ from .responses import JSONBytesResponse
 from .routing import FastRoute, resource_router
 from .rows import not_found, refusal, row_etag, row_response
 from .state import DatabaseDep, SettingsDep
-from .url_params import PageAfter, PageLimit, RowId
+from .url_params import RowId
 {%- if cookiecutter.auth == "none" %}
 
 # What a read and a write need (auth=none: nothing). Every route declares one of them, so that a
@@ -78,8 +78,6 @@ __all__ = [
     "Money",
     "OneOf",
     "Page",
-    "PageAfter",
-    "PageLimit",
     "ProblemError",
     "Record",
     "Resource",

@@ -19,7 +19,6 @@ Filters combine with AND. Values are read in the one spelling the field's marker
 uuids); an unknown parameter (an unmarked field included) is a 422 naming it (extra="forbid").
 """
 
-import re
 from dataclasses import dataclass
 from types import NoneType, UnionType
 from typing import Annotated, Any, ClassVar, Literal, Union, get_args, get_origin
@@ -28,12 +27,12 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, create_model
 
 from .fields import FieldType, field_type
 from .numbers import INT64_MAX
-from .url_params import DECIMAL, POSITIVE_DECIMAL, _canonical_digits
+from .url_params import DECIMAL, POSITIVE_DECIMAL, canonical_digits, spelled
 
 # The kinds a range filter applies to: ordered values a client means as numbers or instants.
 RANGE_KINDS = frozenset({"int", "bigint", "money", "date", "timestamp"})
 RANGES = {"gt": ">", "gte": ">=", "lt": "<", "lte": "<="}
-_INTEGER = re.compile(r"-?(?:0|[1-9][0-9]{0,18})")
+_INTEGER = r"-?(?:0|[1-9][0-9]{0,18})"
 
 
 @dataclass(frozen=True)
@@ -70,20 +69,11 @@ def _canonical(kind: str) -> list[Any]:
     # take no string), so the one spelling a body's JSON would have is enforced here.
     if kind in ("int", "bigint", "money"):
         return [
-            BeforeValidator(_spelled_as(_INTEGER, "a decimal integer (no sign but -, no zeros)"))
+            spelled(_INTEGER, "a decimal integer (no sign but -, no zeros)")
         ]
     if kind == "bool":
-        return [BeforeValidator(_spelled_as(re.compile("true|false"), "true or false"))]
+        return [spelled("true|false", "true or false")]
     return []
-
-
-def _spelled_as(pattern: re.Pattern[str], what: str) -> Any:
-    def check(value: object) -> object:
-        if isinstance(value, str) and pattern.fullmatch(value) is None:
-            raise ValueError(f"must be {what}")
-        return value
-
-    return check
 
 
 def _comma_separated(value: object) -> object:
@@ -116,14 +106,14 @@ class ListQuery(BaseModel):
     sortable: ClassVar[dict[str, bool]] = {}
     column_types: ClassVar[dict[str, str]] = {}
 
-    limit: Annotated[int, _canonical_digits(POSITIVE_DECIMAL)] = Field(
+    limit: Annotated[int, canonical_digits(POSITIVE_DECIMAL)] = Field(
         20,
         ge=1,
         le=500,
         description="Page size, 1 to 500.",
         json_schema_extra={"pattern": POSITIVE_DECIMAL},
     )
-    after: Annotated[int, _canonical_digits(DECIMAL)] = Field(
+    after: Annotated[int, canonical_digits(DECIMAL)] = Field(
         0,
         ge=0,
         le=INT64_MAX,

@@ -48,7 +48,7 @@ def middleware_stack(
     done for it; the body limit and HEAD-as-GET sit right before routing. The edge judges the request
     id on the TCP peer, so uvicorn's proxy-headers middleware (here rather than in the server for
     that reason) comes after it and replaces the peer and scheme with what a trusted proxy says;
-        CORS (when origins are listed) answers preflights after that. The rate limit (RATE_LIMIT_RPS
+    CORS (when origins are listed) answers preflights after that. The rate limit (RATE_LIMIT_RPS
     > 0) comes next: it reads the client's address as the proxy vouched for it, a preflight never
     spends a client's tokens, and its 429 still carries the CORS headers a browser needs."""
     trusted = TrustedPeers(settings.forwarded_allow_ips)
