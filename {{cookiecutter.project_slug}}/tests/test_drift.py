@@ -8,7 +8,6 @@ sql.py that no longer fits the table fails here, at test time, instead of as a 5
 """
 
 import importlib
-from collections.abc import AsyncIterator
 from typing import Any
 
 import asyncpg

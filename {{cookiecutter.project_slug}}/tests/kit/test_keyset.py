@@ -3,7 +3,6 @@ planner to prefer a sequential scan if it could, for every marked field of every
 
 import dataclasses
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import asyncpg

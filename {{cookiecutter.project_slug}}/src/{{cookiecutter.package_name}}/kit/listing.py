@@ -68,9 +68,7 @@ def _canonical(kind: str) -> list[Any]:
     # Query values are strings; the query model reads them leniently (a body's strict types
     # take no string), so the one spelling a body's JSON would have is enforced here.
     if kind in ("int", "bigint", "money"):
-        return [
-            spelled(_INTEGER, "a decimal integer (no sign but -, no zeros)")
-        ]
+        return [spelled(_INTEGER, "a decimal integer (no sign but -, no zeros)")]
     if kind == "bool":
         return [spelled("true|false", "true or false")]
     return []
