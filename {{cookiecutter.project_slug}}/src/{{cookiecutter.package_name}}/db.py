@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import asyncpg
 from asyncpg.pool import PoolConnectionProxy
 
+from .asyncpg_internals import quick_release_holder as _quick_release_holder
 from .settings import Settings
 
 # Repositories see these names; routes never see asyncpg at all.
@@ -77,12 +78,34 @@ class _Lease:
         exc: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        assert self._connection is not None
+        connection = self._connection
+        assert connection is not None
         if isinstance(exc, _BROKEN) and not isinstance(exc, asyncpg.QueryCanceledError):
             # Without the reset query nothing on release notices a connection the server dropped
             # mid-query; handed out again, it fails the next request with InternalClientError.
-            self._connection.terminate()
-        await self._database.pool.release(self._connection)
+            connection.terminate()
+        await release(self._database.pool, connection)
+
+
+async def release(pool: "asyncpg.Pool[Record]", connection: Connection) -> None:
+    """Give `connection` back to `pool`: asyncpg's own release, minus its shield when nothing on
+    the way back waits.
+
+    asyncpg runs every release in a task of its own (asyncio.shield), so that a cancelled request
+    cannot interrupt the ROLLBACK or reset query half-way. With no transaction open, no reset
+    query (NoResetConnection), no cancellation in flight and no close due, the release awaits
+    nothing: it cannot be interrupted, and the task only costs a task and two turns of the event
+    loop. Anything else, or an asyncpg whose internals differ (asyncpg_internals.py), takes
+    asyncpg's shielded release.
+    """
+    holder = _quick_release_holder(pool, connection)
+    if holder is None:
+        await pool.release(connection)
+        return
+    # What Pool.release does before its shield, then the holder's release (awaits nothing here).
+    pool._check_init()
+    connection._con._on_release()
+    await holder.release(holder._timeout)
 
 
 class Database:
