@@ -58,8 +58,8 @@ def _step_notes(scenario: dict[str, Any]) -> dict[int, str]:
 def _summary(results: dict[str, Any]) -> list[str]:
     """One line per scenario: the SLO capacity against the budget, its spread, the knee beside it."""
     lines = [
-        "| scenario | SLO capacity RPS | budget RPS | p99 of the repeats ms | client CPU % | server CPU % | knee RPS @ conc |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| scenario | SLO capacity RPS | budget RPS | p99 of the repeats ms | p99 at the serving rate ms | client CPU % | server CPU % | knee RPS @ conc |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, scenario in results["scenarios"].items():
         found, knee = scenario["search"], scenario["steps"][scenario["knee_index"]]
@@ -76,8 +76,14 @@ def _summary(results: dict[str, Any]) -> list[str]:
             if not spread or spread["server_cpu_median"] is None
             else f"{spread['server_cpu_median']:.0f}"
         )
+        serving = scenario.get("serving")
+        at_serving = (
+            "-"
+            if not serving
+            else f"{serving['p99_median_ms']:.1f} at {serving['rate']:,.0f} RPS ({serving['fraction']:.0%})"
+        )
         lines.append(
-            f"| {name} | {capacity} | {scenario['budget']['min_rps']:,.0f} | {p99} | {client} | {server} |"
+            f"| {name} | {capacity} | {scenario['budget']['min_rps']:,.0f} | {p99} | {at_serving} | {client} | {server} |"
             f" {knee['rps']:,.0f} @ {knee['concurrency']} ({scenario['verdict']}) |"
         )
     return lines
@@ -100,7 +106,9 @@ def markdown(results: dict[str, Any], chart: str | None) -> str:
         "SLO capacity: the highest open-loop arrival rate served with p99 (from each request's"
         " scheduled start) and errors within budget, its last step repeated; p99 of the repeats as"
         " lowest / median / highest, client CPU the highest of the repeats (all client processes,"
-        " % of one core), server CPU their median. The knee is the closed loop's, for diagnosis.",
+        " % of one core), server CPU their median. p99 at the serving rate: the median of as many"
+        " runs at the rate the capacity report serves at (serving_fraction of the SLO capacity)."
+        " The knee is the closed loop's, for diagnosis.",
         "",
         *_summary(results),
     ]
@@ -143,6 +151,10 @@ def markdown(results: dict[str, Any], chart: str | None) -> str:
             for step in found[kind]:
                 note = f"{kind[:-1]}: {describe(step.get('evidence'))}"
                 lines.append("| " + " | ".join(_cells(step)) + f" | {note} |")
+        serving = scenario.get("serving")
+        for step in serving["runs"] if serving else ():
+            note = f"at {serving['fraction']:.0%}: {describe(step.get('evidence'))}"
+            lines.append("| " + " | ".join(_cells(step)) + f" | {note} |")
     if results.get("wrk_check"):
         check = results["wrk_check"]
         lines += [
@@ -161,8 +173,8 @@ def markdown(results: dict[str, Any], chart: str | None) -> str:
 
 def _search_chart(axes: Any, name: str, scenario: dict[str, Any]) -> None:
     """The rate search, where the capacity comes from: p99 (log) against the offered rate, each
-    trial (passed or missed) and each repeat, the p99 budget as a line across and the SLO
-    capacity as a line down."""
+    trial (passed or missed), each repeat and each run at the serving rate, the p99 budget as a
+    line across and the SLO capacity as a line down."""
     found, budget = scenario["search"], scenario["budget"]
     marks = (("trials", "o", "trial"), ("repeats", "D", "repeat"))
     for kind, marker, label in marks:
@@ -178,6 +190,13 @@ def _search_chart(axes: Any, name: str, scenario: dict[str, Any]) -> None:
                     marker, linestyle="none", color=colour, fillstyle="full" if passed else "none",
                     label=f"{label}, {'within' if passed else 'over'} budget",
                 )  # fmt: skip
+    serving = scenario.get("serving")
+    if serving:
+        axes.plot(
+            [step["rate"] for step in serving["runs"]], [step["p99_ms"] for step in serving["runs"]],
+            "s", linestyle="none", color="tab:blue",
+            label=f"at the serving rate ({serving['fraction']:.0%})",
+        )  # fmt: skip
     axes.axhline(
         budget["max_p99_ms"],
         color="grey",

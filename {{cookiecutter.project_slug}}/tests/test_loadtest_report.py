@@ -52,6 +52,12 @@ def _results(misses: list[str]) -> dict[str, Any]:
                     "trials": [_step(None, 900, 7.5, rate=900), _step(None, 1400, 80, rate=1400)],
                     "repeats": [_step(None, 1320, p99, rate=1320) for p99 in (31, 35.5, 41)],
                 },
+                "serving": {
+                    "fraction": 0.7,
+                    "rate": 924.0,
+                    "p99_median_ms": 6.5,
+                    "runs": [_step(None, 924, p99, rate=924) for p99 in (5.5, 6.5, 9)],
+                },
                 "error_rate": 0.0,
                 "misses": misses,
             }
@@ -73,12 +79,16 @@ def _results(misses: list[str]) -> dict[str, Any]:
 def test_the_markdown_states_the_slo_capacity_its_spread_the_knee_and_the_cross_check() -> None:
     text = report.markdown(_results([]), "chart.png")
     assert "**Budget: met.**" in text
-    assert "| by_id | 1,320 | 1,000 | 31.0 / 35.5 / 41.0 | 48 | 91 | 1,500 @ 4 (knee) |" in text
+    assert (
+        "| by_id | 1,320 | 1,000 | 31.0 / 35.5 / 41.0 | 6.5 at 924 RPS (70%) | 48 | 91 |"
+        " 1,500 @ 4 (knee) |"
+    ) in text
     assert "SLO capacity **1,320 RPS**" in text
     assert "| 4 | - | 1,500 |" in text
     assert text.count("| knee |") == 1
     assert text.count("| trial: ") == 2
     assert text.count("| repeat: ") == 3
+    assert text.count("| at 70%: ") == 3
     assert "this engine 1,500 RPS, wrk 1,560 RPS" in text
     assert "p99 against the offered rate](chart.png)" in text
 
@@ -125,7 +135,11 @@ def test_the_chart_draws_the_rate_search_beside_the_sweep_with_the_p99_budget() 
         if line.get_linestyle() == "None"
         for x, y in np.asarray(line.get_xydata(), dtype=float).tolist()
     }
-    assert points == {(900, 7.5), (1400, 80), (1320, 31), (1320, 35.5), (1320, 41)}
+    assert points == {
+        (900, 7.5), (1400, 80), (1320, 31), (1320, 35.5), (1320, 41), (924, 5.5), (924, 6.5),
+        (924, 9),
+    }  # fmt: skip
     labels = [line.get_label() for line in search_axes.get_lines()]
     assert "p99 budget 50 ms" in labels
+    assert "at the serving rate (70%)" in labels
     assert "SLO capacity 1,320 RPS" in labels

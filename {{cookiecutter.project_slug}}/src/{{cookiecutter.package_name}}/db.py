@@ -103,8 +103,8 @@ async def release(pool: "asyncpg.Pool[Record]", connection: Connection) -> None:
         await pool.release(connection)
         return
     # What Pool.release does before its shield, then the holder's release (awaits nothing here).
-    pool._check_init()
-    connection._con._on_release()
+    pool._check_init()  # type: ignore[attr-defined]
+    connection._con._on_release()  # type: ignore[attr-defined]
     await holder.release(holder._timeout)
 
 

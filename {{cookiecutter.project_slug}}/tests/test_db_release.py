@@ -1,0 +1,114 @@
+"""db.release: a connection goes back to the pool without asyncpg's shield task when nothing on
+the way back waits, and through asyncpg's own shielded release whenever something does, or when
+a piece of asyncpg it reads (asyncpg_internals.py) is missing."""
+
+import asyncio
+from collections.abc import AsyncIterator
+from types import SimpleNamespace
+from typing import Any
+
+import asyncpg
+import pytest
+from structlog.testing import capture_logs
+
+from {{ cookiecutter.package_name }}.asyncpg_internals import quick_release_holder
+from {{ cookiecutter.package_name }}.db import Database
+from {{ cookiecutter.package_name }}.settings import Settings
+
+
+@pytest.fixture
+async def database(settings: Settings) -> AsyncIterator[Database]:
+    """A pool of one connection, so that the next lease gets the connection the last one left."""
+    single = settings.model_copy(update={"pool_min_size": 1, "pool_max_size": 1})
+    pool = await Database.connect(single, "pool-release-test")
+    try:
+        yield pool
+    finally:
+        await pool.close()
+
+
+@pytest.fixture
+def shields(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Every asyncio.shield call asyncpg makes while the test runs."""
+    made: list[Any] = []
+    shield = asyncio.shield
+
+    def counting(awaitable: Any) -> Any:
+        made.append(awaitable)
+        return shield(awaitable)
+
+    monkeypatch.setattr(asyncio, "shield", counting)  # asyncpg.pool calls asyncio.shield
+    return made
+
+
+async def test_a_clean_release_runs_in_the_request_task(
+    database: Database, shields: list[Any]
+) -> None:
+    async with database.connection() as connection:
+        backend = connection.get_server_pid()
+        assert await connection.fetchval("SELECT 1") == 1
+    assert shields == []
+    assert database.pool.get_idle_size() == 1
+    async with database.connection() as connection:
+        assert connection.get_server_pid() == backend  # back in the pool, and reused
+
+
+async def test_a_release_inside_a_transaction_takes_the_shielded_rollback(
+    database: Database, shields: list[Any]
+) -> None:
+    async with database.connection() as connection:
+        await connection.execute("BEGIN")
+    assert len(shields) == 1
+    async with database.connection() as connection:
+        assert not connection.is_in_transaction()
+
+
+async def test_a_pool_with_a_reset_callback_takes_the_shielded_release(
+    database: Database, shields: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reset: list[Any] = []
+
+    async def remember(connection: Any) -> None:
+        reset.append(connection)
+
+    monkeypatch.setattr(database.pool, "_reset", remember)
+    async with database.connection() as connection:
+        await connection.fetchval("SELECT 1")
+    assert len(shields) == 1
+    assert len(reset) == 1
+
+
+async def test_a_connection_the_server_dropped_never_reaches_the_next_lease(
+    database: Database, database_url: str
+) -> None:
+    async with database.connection() as connection:
+        backend = connection.get_server_pid()
+    killer = await asyncpg.connect(database_url)
+    dropped = (asyncpg.PostgresConnectionError, asyncpg.InterfaceError, OSError)
+    failed: BaseException | None = None
+    try:
+        async with database.connection() as connection:  # the lease sees the error
+            await killer.fetchval("SELECT pg_terminate_backend($1)", backend)
+            await connection.fetchval("SELECT pg_sleep(0.2)")
+    except dropped as error:
+        failed = error
+    finally:
+        await killer.close()
+    assert failed is not None, "the query on the dropped connection failed"
+    async with database.connection() as connection:
+        assert connection.get_server_pid() != backend
+        assert await connection.fetchval("SELECT 1") == 1
+
+
+async def test_the_quick_release_reads_only_what_it_finds(database: Database) -> None:
+    async with database.connection() as connection:
+        assert quick_release_holder(database.pool, connection) is not None
+        await connection.execute("BEGIN")
+        assert quick_release_holder(database.pool, connection) is None
+        await connection.execute("ROLLBACK")
+    # An asyncpg whose connection proxy or holder looks otherwise: its own release, said once.
+    reshaped = SimpleNamespace(_con=SimpleNamespace(_protocol=object()), _holder=object())
+    with capture_logs() as logs:
+        assert quick_release_holder(database.pool, reshaped) is None
+    assert [log["event"] for log in logs] == ["asyncpg_release_shielded"] * len(logs)
+    assert logs, "a missing piece of asyncpg is logged"
