@@ -108,6 +108,23 @@ def test_slo_capacity_is_searched_open_loop_and_confirmed_by_repeats(
         assert spread["p99_min_ms"] <= spread["p99_median_ms"] <= spread["p99_max_ms"]
 
 
+def test_each_scenario_is_run_again_at_the_rate_the_capacity_report_serves_at(
+    knee_run: dict[str, Any],
+) -> None:
+    for name, scenario in knee_run["results"]["scenarios"].items():
+        serving, slo_rps = scenario["serving"], scenario["search"]["slo_rps"]
+        assert serving["fraction"] == scenario["budget"]["serving_fraction"] == 0.7, name
+        assert serving["rate"] == pytest.approx(0.7 * slo_rps, abs=0.1), name
+        assert len(serving["runs"]) == 3, name
+        for step in serving["runs"]:
+            assert step["rate"] == pytest.approx(serving["rate"], abs=0.1)
+            assert step["requests"] == pytest.approx(step["rate"] * step["seconds"], rel=0.05)
+        p99s = sorted(step["p99_ms"] for step in serving["runs"])
+        assert serving["p99_median_ms"] == pytest.approx(p99s[1], abs=0.01), name
+    report = next(knee_run["folder"].glob("results/*.md")).read_text()
+    assert "p99 at the serving rate ms" in report
+
+
 def test_knee_test_exits_non_zero_with_a_line_per_missed_budget_item(
     knee_run: dict[str, Any],
 ) -> None:
