@@ -15,8 +15,8 @@ LABELS = {
 }
 # The targets, as ratios from one run (docs/performance.md explains each).
 TARGETS = {
-    "generated/minimal": (1.3, ("by_id", "page", "create", "patch")),
-    "generated/ceiling": (0.5, ("by_id", "page", "create", "patch")),
+    "generated/minimal": (1.3, ("by_id", "page", "create", "patch", "delete")),
+    "generated/ceiling": (0.5, ("by_id", "page", "create", "patch", "delete")),
     # The access log's price: throughput with a line per request over throughput without.
     "generated/generated_log_off": (0.9, ("by_id", "page", "create", "patch")),
     "generated/baseline": (5.0, ("by_id", "page", "create", "patch")),
@@ -128,6 +128,7 @@ def markdown(results: dict[str, Any]) -> str:
         + ", ".join(f"{LABELS[a]} {mb:.0f} MB" for a, mb in results["rss_mb"].items())
         + ".",
     ]
+    lines += _beside_previous(results)
     if summary["checks"]:
         lines += ["", "| target | measured | met |", "|---|---:|---|"]
         lines += [
@@ -135,6 +136,49 @@ def markdown(results: dict[str, Any]) -> str:
             for c in summary["checks"]
         ]
     return "\n".join(lines) + "\n"
+
+
+def _beside_previous(results: dict[str, Any]) -> list[str]:
+    """The generated service's CPU per request and its two ratios by CPU, this run beside the run
+    whose results.json this one replaced. Absolute figures of two runs differ with the machine's
+    load; the ratios, each measured side by side within its own run, are the comparison."""
+    previous = results.get("previous")
+    now = results["summary"]
+    if not previous or "generated" not in now["medians"]:
+        return []
+    # (label, path to the figure in a summary, format)
+    rows: list[tuple[str, tuple[str, ...], str]] = [
+        ("generated CPU us/req", ("medians", "generated", "{w}", "cpu_us"), "{:.0f}"),
+        *(
+            (f"{key} by CPU", ("ratios", f"{key} by CPU", "{w}"), "{:.2f}x")
+            for key in ("generated/minimal", "generated/ceiling")
+        ),
+    ]
+
+    def value(summary: dict[str, Any], path: tuple[str, ...], workload: str) -> float:
+        found: Any = summary
+        for part in path:
+            found = found[part.format(w=workload)]
+        return float(found)
+
+    workloads = [w for w in now["medians"]["generated"] if w in previous["medians"]["generated"]]
+    lines = [
+        "",
+        f"Beside the previous run ({previous['date']}): previous -> this run.",
+        "",
+        "| | " + " | ".join(workloads) + " |",
+        "|---|" + "---:|" * len(workloads),
+    ]
+    for label, path, spelled in rows:
+        cells = []
+        for workload in workloads:
+            try:
+                before = spelled.format(value(previous, path, workload))
+            except KeyError:
+                before = "-"
+            cells.append(f"{before} -> {spelled.format(value(now, path, workload))}")
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def chart(results: dict[str, Any], path: Path) -> None:
@@ -161,6 +205,11 @@ def chart(results: dict[str, Any], path: Path) -> None:
 
 def write_reports(results: dict[str, Any], out: Path) -> str:
     out.mkdir(parents=True, exist_ok=True)
+    replaced = out / "results.json"
+    if replaced.exists() and "previous" not in results:
+        # Kept beside this run's figures: its summary and its date, not its raw runs.
+        old = json.loads(replaced.read_text())
+        results["previous"] = {"date": old["machine"]["date"], **old["summary"]}
     (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     text = markdown(results)
     (out / "results.md").write_text(text)
