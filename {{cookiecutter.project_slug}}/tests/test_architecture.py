@@ -20,7 +20,7 @@ NAME = PACKAGE.name
 FLOORS = [
     {"settings", "settings_sources"},
     {"observability"},
-    {"db"},
+    {"db", "asyncpg_internals"},
     {"kit"},
     None,  # the resources: every other subpackage
     {"serving"},
