@@ -38,10 +38,13 @@ class NoResetConnection(_BaseConnection):
 
 
 # Errors after which a connection is not reused: the pool opens a fresh one in its place.
+# InternalClientError: the protocol lost track of its state, as when the server ends the
+# session under a query (tests/test_db_release.py sees it now and then).
 _BROKEN = (
     OSError,
     asyncpg.PostgresConnectionError,
     asyncpg.InterfaceError,
+    asyncpg.InternalClientError,
     asyncpg.OperatorInterventionError,
 )
 
