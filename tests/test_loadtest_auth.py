@@ -49,8 +49,13 @@ def jwt_bake(
 
 
 def _files(folder: Path) -> dict[str, str]:
+    """The run's text results. Not its PNG chart: pixels, where a header value could only be
+    drawn, never written as bytes, and where three letters occur in the compressed data by
+    chance."""
     return {
-        path.name: path.read_text(errors="replace") for path in folder.rglob("*") if path.is_file()
+        path.name: path.read_text(errors="replace")
+        for path in folder.rglob("*")
+        if path.is_file() and path.suffix != ".png"
     }
 
 
