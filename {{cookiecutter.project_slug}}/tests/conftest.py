@@ -33,6 +33,7 @@ from loadtest.issuer import Issuer
 from loadtest.service import wait_until_healthy
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from {{ cookiecutter.package_name }}.db import Database
 from {{ cookiecutter.package_name }}.kit import Resource, field_type
 from {{ cookiecutter.package_name }}.kit.state import STATE_KEY, ServiceState
 from {{ cookiecutter.package_name }}.observability.metrics import Metrics
@@ -229,6 +230,18 @@ def _with_lifespan_state(app: ASGIApp, state: dict[str, Any]) -> ASGIApp:
         await app({**scope, "state": dict(state)}, receive, send)
 
     return serve
+
+
+@pytest.fixture
+async def database(settings: Settings) -> AsyncIterator[Database]:
+    """A pool of one connection, so that the next lease gets the connection the last one left
+    (tests/test_db.py, tests/test_db_release.py)."""
+    single = settings.model_copy(update={"pool_min_size": 1, "pool_max_size": 1})
+    pool = await Database.connect(single, "one-connection-test")
+    try:
+        yield pool
+    finally:
+        await pool.close()
 
 
 @pytest.fixture(scope="session")

@@ -9,11 +9,9 @@ at the end holds every resource's sql.py to.
 import importlib
 import pkgutil
 import re
-from collections.abc import AsyncIterator
 from typing import Any
 
 import orjson
-import pytest
 
 import {{ cookiecutter.package_name }}
 from {{ cookiecutter.package_name }}.db import Database
@@ -22,17 +20,6 @@ from {{ cookiecutter.package_name }}.settings import Settings
 
 from .conftest import lifespan
 from .declared import first_resource, new_body
-
-
-@pytest.fixture
-async def database(settings: Settings) -> AsyncIterator[Database]:
-    """A pool of one connection, so that the next lease gets the connection the last one left."""
-    single = settings.model_copy(update={"pool_min_size": 1, "pool_max_size": 1})
-    pool = await Database.connect(single, "pool-reset-test")
-    try:
-        yield pool
-    finally:
-        await pool.close()
 
 
 async def test_release_sends_no_reset_query(database: Database) -> None:

@@ -3,7 +3,6 @@ the way back waits, and through asyncpg's own shielded release whenever somethin
 a piece of asyncpg it reads (asyncpg_internals.py) is missing."""
 
 import asyncio
-from collections.abc import AsyncIterator
 from types import SimpleNamespace
 from typing import Any
 
@@ -13,18 +12,6 @@ from structlog.testing import capture_logs
 
 from {{ cookiecutter.package_name }}.asyncpg_internals import quick_release_holder
 from {{ cookiecutter.package_name }}.db import Database
-from {{ cookiecutter.package_name }}.settings import Settings
-
-
-@pytest.fixture
-async def database(settings: Settings) -> AsyncIterator[Database]:
-    """A pool of one connection, so that the next lease gets the connection the last one left."""
-    single = settings.model_copy(update={"pool_min_size": 1, "pool_max_size": 1})
-    pool = await Database.connect(single, "pool-release-test")
-    try:
-        yield pool
-    finally:
-        await pool.close()
 
 
 @pytest.fixture

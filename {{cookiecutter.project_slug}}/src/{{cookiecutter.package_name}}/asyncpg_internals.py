@@ -4,7 +4,7 @@
 and if so returns the connection's pool holder. Any piece it reads that is missing or of another
 shape means None: the caller then takes asyncpg's own shielded `Pool.release`, the plain and safe
 path, and one log line says why. The version range in pyproject.toml stops below asyncpg's next
-release line; the bake's tests/test_db.py holds each piece to the shape used here.
+release line; the bake's tests/test_db_release.py holds the pieces to the shape used here.
 """
 
 from typing import Any
