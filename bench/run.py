@@ -34,7 +34,7 @@ from bench.report import summarise, write_reports
 from bench.workloads import NAMES, Workloads
 from tests.baking import bake, load_dev_module
 
-APPS = ("generated", "generated_log_off", "ceiling", "minimal", "baseline")
+APPS = ("generated", "generated_log_off", "ceiling", "fastapi_floor", "minimal", "baseline")
 _TUNED = ["--loop", "uvloop", "--http", "httptools", "--no-access-log", "--no-server-header",
           "--no-proxy-headers"]  # fmt: skip
 
@@ -46,6 +46,7 @@ def _commands(project: Path, port: int) -> dict[str, list[str]]:
         # The same service with ACCESS_LOG=off: the price of one access line per request.
         "generated_log_off": service_command(project),
         "ceiling": [*uvicorn, *_TUNED, "bench.apps.ceiling:app"],
+        "fastapi_floor": [*uvicorn, *_TUNED, "bench.apps.fastapi_floor:app"],
         "minimal": [*uvicorn, *_TUNED, "bench.apps.minimal_fastapi:app"],
         # uvicorn's defaults: asyncio loop (uvloop is opt-in on the command line), access log on.
         "baseline": [*uvicorn, "--loop", "asyncio", "bench.apps.baseline_orm:app"],

@@ -93,6 +93,8 @@ def main(args: Any, budget: Budget) -> int:
             "scenarios": {},
         }
         for name in names:
+            if database_url:
+                service.settle(database_url, resources_in(names))
             results["scenarios"][name] = sweep(
                 engine, name, budget, capacity_rps, len(client_cores), target.metrics_url
             )

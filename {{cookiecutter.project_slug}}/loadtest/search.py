@@ -3,9 +3,11 @@
 THE SEARCH. Requests arrive at a fixed rate whatever the service does (open loop), over a fixed
 pool of keep-alive connections like an ingress's, and each latency runs from the request's
 scheduled start. A trial at a rate PASSES when its p99 is within `max_p99_ms` and its error rate
-within `max_error_rate`. From a starting rate the search steps up by `growth` while trials pass
-(down while they fail) until one rate passes and the next fails, then bisects between the two
-until they are within `precision` of each other. The last passing rate is then run `repeats`
+within `max_error_rate`; a trial that misses is run once more, and the rate FAILS only when both
+miss (one stall of a shared machine would otherwise cap the search below the rate for good, since
+nothing after it tries higher). From a starting rate the search steps up by `growth` while rates
+pass (down while they fail) until one rate passes and the next fails, then bisects between the
+two until they are within `precision` of each other. The last passing rate is then run `repeats`
 more times: it is the SLO capacity when most repeats pass too (so the median repeat is within
 budget); otherwise the search steps down by `precision` and repeats again (at most
 `MAX_CONFIRMATIONS` times). The spread of the repeats (their p99, lowest to highest) is reported
@@ -75,8 +77,11 @@ def search(trial: Callable[[float], Step], start_rps: float, limits: Limits, pla
     result = Search()
 
     def run(rate: float) -> bool:
-        result.trials.append(trial(rate))
-        return passes(result.trials[-1], limits)
+        for _ in range(2):  # a miss is tried again: the rate fails when both miss
+            result.trials.append(trial(rate))
+            if passes(result.trials[-1], limits):
+                return True
+        return False
 
     low, high = _bracket(run, max(start_rps, plan.floor_rps), plan)
     if low is None:

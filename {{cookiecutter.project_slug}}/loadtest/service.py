@@ -166,6 +166,24 @@ def seed(database_url: str, rows: int, resources: list[str]) -> dict[str, list[i
     return asyncio.run(_seed(database_url, rows, resources))
 
 
+async def _settle(database_url: str, resources: list[str]) -> None:
+    connection = await asyncpg.connect(database_url)
+    try:
+        for resource in resources:
+            await connection.execute(f"VACUUM (ANALYZE) {BY_NAME[resource].table}")
+        with contextlib.suppress(asyncpg.InsufficientPrivilegeError):
+            await connection.execute("CHECKPOINT")
+    finally:
+        await connection.close()
+
+
+def settle(database_url: str, resources: list[str]) -> None:
+    """Leave no database work of the scenario before to the next: vacuum and analyze the tables
+    the writes grew (else autovacuum may start during the next scenario's trials, on the core
+    PostgreSQL shares with the client), and write a checkpoint where the role may."""
+    asyncio.run(_settle(database_url, resources))
+
+
 def seed_ids(
     database_url: str | None, url: str, rows: int, headers: Mapping[str, str], resources: list[str]
 ) -> dict[str, list[int]]:

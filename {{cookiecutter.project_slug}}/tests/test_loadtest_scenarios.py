@@ -5,6 +5,7 @@ import asyncio
 import json
 import random
 
+import asyncpg
 import httpx
 import pytest
 from loadtest import project, service
@@ -143,3 +144,24 @@ def test_the_seed_statement_numbers_its_rows_from_the_first_parameter(resource: 
     statement = seed_rows(resource)
     assert statement.startswith(f"INSERT INTO {resource.table} (")
     assert "generate_series($1::integer, $2::integer) AS g" in statement
+
+
+async def test_settling_vacuums_and_analyzes_every_table_before_the_next_scenario(
+    database_url: str,
+) -> None:
+    names = list(BY_NAME)
+    await asyncio.to_thread(service.seed, database_url, 30, names)
+    counts = "SELECT vacuum_count, analyze_count FROM pg_stat_user_tables WHERE relname = $1"
+    connection = await asyncpg.connect(database_url)
+    try:
+        tables = [BY_NAME[name].table for name in names]
+        before = [tuple(await connection.fetchrow(counts, table) or ()) for table in tables]
+        await asyncio.to_thread(service.settle, database_url, names)
+        after = [tuple(await connection.fetchrow(counts, table) or ()) for table in tables]
+        for table, (vacuums, analyzes), (vacuumed, analyzed) in zip(
+            tables, before, after, strict=True
+        ):
+            assert vacuumed > vacuums, table
+            assert analyzed > analyzes, table
+    finally:
+        await connection.close()

@@ -84,3 +84,26 @@ def test_a_service_that_never_meets_the_budget_has_no_slo_capacity() -> None:
     assert found.slo_rps is None
     assert found.trials
     assert min(step.rate or 0 for step in found.trials) >= 10.0
+
+
+def test_one_stalled_trial_below_the_capacity_does_not_cap_the_search() -> None:
+    tried: list[float] = []
+
+    def stalled_once(rate: float) -> Step:
+        tried.append(rate)
+        stall = len(tried) == 3  # the machine stalls during the third trial, well below capacity
+        return _step(rate, 400.0 if stall or rate > 1234.0 else 5.0)
+
+    found = search(stalled_once, 700.0, LIMITS, Plan(precision=0.05))
+    assert found.slo_rps is not None
+    assert 0.95 * 1234.0 <= found.slo_rps <= 1234.0, tried
+    assert tried[2] == tried[3], "the missed trial was run again at its rate"
+
+
+def test_a_rate_fails_when_its_second_trial_misses_too() -> None:
+    tried: list[float] = []
+    found = search(_service(1234.0, tried), 700.0, LIMITS, Plan(precision=0.05))
+    failed = [rate for rate in tried if rate > 1234.0]
+    assert failed, tried
+    assert all(failed.count(rate) == 2 for rate in failed), tried
+    assert found.slo_rps is not None

@@ -1,0 +1,96 @@
+"""The FastAPI floor: FastAPI's own route machinery and nothing else.
+
+The minimal app's routes, with what a route could drop without leaving FastAPI: no conversion of
+the answer (the row's JSON bytes, orjson, go out as a plain Response), no reset query on release,
+no middleware. What it costs above the raw ASGI ceiling is FastAPI's per-request machinery
+(routing, the request wrapper, parameter and body validation); what the generated service costs
+above it is everything the service adds (its middleware, validation of headers, conditional
+requests, the access log).
+"""
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import asyncpg
+import orjson
+from fastapi import FastAPI, HTTPException, Request, Response
+
+from .common import (
+    DATABASE_URL,
+    DELETE,
+    INSERT,
+    POOL_SIZE,
+    SELECT_BY_ID,
+    SELECT_PAGE,
+    UPDATE_QUANTITY,
+)
+from .models import ItemCreate, ItemUpdate
+
+
+class _NoReset(asyncpg.Connection):
+    def get_reset_query(self) -> str:
+        return ""
+
+
+_pool: Any = None
+
+
+@asynccontextmanager
+async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    global _pool
+    _pool = await asyncpg.create_pool(
+        DATABASE_URL, min_size=POOL_SIZE, max_size=POOL_SIZE, connection_class=_NoReset
+    )
+    yield
+    await _pool.close()
+
+
+app = FastAPI(lifespan=lifespan, openapi_url=None)
+
+
+def _json(value: Any, status_code: int = 200) -> Response:
+    return Response(orjson.dumps(value), status_code, media_type="application/json")
+
+
+@app.get("/items/{item_id}")
+async def get_item(item_id: int) -> Response:
+    async with _pool.acquire() as connection:
+        row = await connection.fetchrow(SELECT_BY_ID, item_id)
+    if row is None:
+        raise HTTPException(404)
+    return _json(dict(row))
+
+
+@app.get("/items")
+async def list_items(after: int = 0, limit: int = 20) -> Response:
+    async with _pool.acquire() as connection:
+        rows = await connection.fetch(SELECT_PAGE, after, limit)
+    return _json({"data": [dict(row) for row in rows]})
+
+
+@app.post("/items", status_code=201)
+async def create_item(new: ItemCreate) -> Response:
+    async with _pool.acquire() as connection:
+        row = await connection.fetchrow(
+            INSERT, new.name, new.description, new.price_cents, new.quantity
+        )
+    return _json(dict(row), 201)
+
+
+@app.patch("/items/{item_id}")
+async def update_item(item_id: int, changes: ItemUpdate) -> Response:
+    async with _pool.acquire() as connection:
+        row = await connection.fetchrow(UPDATE_QUANTITY, item_id, changes.quantity)
+    if row is None:
+        raise HTTPException(404)
+    return _json(dict(row))
+
+
+@app.delete("/items/{item_id}", status_code=204)
+async def delete_item(item_id: int) -> Response:
+    async with _pool.acquire() as connection:
+        deleted = await connection.fetchval(DELETE, item_id)
+    if deleted is None:
+        raise HTTPException(404)
+    return Response(status_code=204)
