@@ -14,7 +14,7 @@ from typing import Any
 
 import asyncpg
 import orjson
-from fastapi import FastAPI, HTTPException, Request, Response
+from fastapi import FastAPI, HTTPException, Response
 
 from .common import (
     DATABASE_URL,
