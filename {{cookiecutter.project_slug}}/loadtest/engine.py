@@ -42,6 +42,10 @@ class Step:
     max_ms: float
     client_cpu: float  # percent of one core, all client processes together
     server_cpu: float | None  # percent of one core; None when the server's process is unknown
+    # Percent of the server's core's time the hypervisor gave to other machines over the step
+    # (Linux's steal time); None where the kernel does not say. The server cannot run then, and
+    # its CPU figure does not show it: a step with much of it measured the machine.
+    stolen: float | None = None
     # The service's own suspects over the step (loadtest/evidence.py), when its /metrics is known.
     evidence: dict[str, Any] | None = None
 
@@ -71,6 +75,7 @@ class Engine:
         ids: Mapping[str, Sequence[int]],
         processes: int,
         server_pid: int | None = None,
+        server_core: int | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> None:
         address = base_url.removeprefix("http://").rstrip("/")
@@ -93,6 +98,7 @@ class Engine:
                 raise RuntimeError("a client process did not start")
         self._clients = [psutil.Process(process.pid) for process in self._processes]
         self._server = psutil.Process(server_pid) if server_pid else None
+        self._server_core = server_core  # None: the machine's cores together
 
     @property
     def processes(self) -> int:
@@ -117,6 +123,11 @@ class Engine:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+    def _core_times(self) -> Any:
+        if self._server_core is None:
+            return psutil.cpu_times()
+        return psutil.cpu_times(percpu=True)[self._server_core]
 
     def _cpu(self) -> tuple[float, float | None]:
         client = sum(_cpu_seconds(process) for process in self._clients)
@@ -150,8 +161,10 @@ class Engine:
             channel.send(Job(mix, start_at, duration, share, rate / count if rate else 0.0, seed))
         time.sleep(max(0.0, start_at - time.time()))  # the measurement window opens now
         client_before, server_before = self._cpu()
+        core_before = self._core_times()
         time.sleep(duration)
         client_after, server_after = self._cpu()
+        core_after = self._core_times()
         parts: list[Part] = [channel.recv() for channel in self._channels[:count]]
         latencies = np.array([value for part in parts for value in part.latencies_ms])
         errors = sum(part.errors for part in parts)
@@ -174,4 +187,18 @@ class Engine:
             max_ms=round(float(top), 2),
             client_cpu=round((client_after - client_before) / duration * 100, 1),
             server_cpu=server_cpu,
+            stolen=_stolen(core_before, core_after),
         )
+
+
+def _stolen(before: Any, after: Any) -> float | None:
+    """Percent of a core's time (or the cores') stolen between two psutil.cpu_times readings."""
+    if not hasattr(before, "steal"):
+        return None
+    # Guest time is counted in user time already (/proc/stat).
+    counted = [name for name in before._fields if name not in ("guest", "guest_nice")]
+    elapsed: float = sum(getattr(after, name) - getattr(before, name) for name in counted)
+    if elapsed <= 0:
+        return None
+    stolen: float = after.steal - before.steal
+    return round(stolen / elapsed * 100, 1)

@@ -1,8 +1,10 @@
 """The service's own suspects for a step's tail, read from its /metrics (METRICS_PORT) just before
 and just after the step: the event loop's lag (sampled every 0.5 s by the lifespan), the cyclic
 collector's pauses (gc.callbacks), the waits for a pool connection and the requests refused by
-admission (MAX_IN_FLIGHT). A trial of the SLO-capacity search that misses its p99 then says which
-of them moved against the lowest passing trial, or that none did (the machine, not the service).
+admission (MAX_IN_FLIGHT); beside them the machine's own, the share of the server's core that
+the hypervisor gave to other machines over the step (`stolen_pct`, from the engine). A trial of
+the SLO-capacity search that misses its p99 then says which of them moved against the lowest
+passing trial, or that none did.
 
 Histograms come in the buckets the service exports, so a worst value is the upper bound of the
 highest bucket that gained a sample: coarse (0.1, 1, 5, 25, 100, 500, 2000 ms), but enough to tell
@@ -25,6 +27,7 @@ REFUSED = "http_admission_refused"
 # service on a busy machine stays under.
 _FLOORS_MS = {"loop_lag_max_ms": 5.0, "gc_pause_max_ms": 5.0, "pool_wait_max_ms": 1.0}
 _GC_FLOOR_MS_PER_S = 1.0
+_STOLEN_FLOOR_PCT = 3.0
 
 Snapshot = dict[str, float]
 
@@ -95,6 +98,9 @@ def moved(evidence: dict[str, Any], baseline: dict[str, Any] | None) -> list[str
     now, then = evidence.get("gc_pause_ms_per_s", 0.0), base.get("gc_pause_ms_per_s", 0.0)
     if now > max(_GC_FLOOR_MS_PER_S, 2 * then):
         found.append(f"gc {then:.1f} -> {now:.1f} ms/s")
+    now, then = evidence.get("stolen_pct") or 0.0, base.get("stolen_pct") or 0.0
+    if now > max(_STOLEN_FLOOR_PCT, 2 * then):
+        found.append(f"stolen CPU {then:g} -> {now:g} %")
     if evidence.get("admission_refused", 0) > 0:
         found.append(f"admission refused {evidence['admission_refused']}")
     return found

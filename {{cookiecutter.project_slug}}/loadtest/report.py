@@ -19,6 +19,7 @@ COLUMNS = (
     "errors",
     "client %",
     "server %",
+    "stolen %",
 )
 
 
@@ -37,6 +38,7 @@ def _cells(step: dict[str, Any]) -> list[str]:
         str(step["errors"]),
         number(step["client_cpu"], 0),
         number(step["server_cpu"], 0),
+        number(step.get("stolen"), 0),
     ]
 
 

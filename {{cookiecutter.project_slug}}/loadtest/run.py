@@ -67,6 +67,7 @@ def main(args: Any, budget: Budget) -> int:
                 ids=ids,
                 processes=processes,
                 server_pid=target.pid,
+                server_core=service.SERVER_CORE if pin else None,
                 headers=headers,
             )
         )

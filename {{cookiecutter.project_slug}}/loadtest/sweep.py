@@ -99,6 +99,7 @@ def _search(
         ok = passes(step, checked)
         if metrics_url and before is not None:
             seen = evidence.between(before, evidence.scrape(metrics_url), plan.step_seconds)
+            seen["stolen_pct"] = step.stolen
             if not ok:  # which suspects moved against the lowest passing trial
                 lowest = min(passed, key=lambda other: other.rate or 0.0, default=None)
                 seen["moved"] = evidence.moved(seen, lowest.evidence if lowest else None)

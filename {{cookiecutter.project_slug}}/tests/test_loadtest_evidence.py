@@ -1,7 +1,10 @@
 """The service's own suspects over a step (loadtest/evidence.py), read from the text its /metrics
 serves."""
 
+import psutil
+import pytest
 from loadtest import evidence
+from loadtest.engine import _stolen
 from prometheus_client import generate_latest
 
 from {{ cookiecutter.package_name }}.observability.metrics import Metrics
@@ -48,3 +51,19 @@ def test_what_moved_is_named_against_the_lowest_passing_trial() -> None:
     assert evidence.moved(baseline, baseline) == []
     described = evidence.describe(baseline | {"gc_pause_count": 0, "moved": []})
     assert described == "lag ≤1 ms, gc none, pool wait ≤0.1 ms, refused 0; moved: none of them"
+
+
+def test_time_the_hypervisor_stole_from_the_server_core_is_measured_and_named_when_it_moved() -> (
+    None
+):
+    times = psutil.cpu_times(percpu=True)[0]
+    if not hasattr(times, "steal"):
+        pytest.skip("this kernel does not report steal time")
+    before = times._replace(**{name: 0.0 for name in times._fields})
+    # 100 s of which 10 stolen; guest time is inside user time and not counted twice.
+    after = before._replace(user=60.0, idle=30.0, steal=10.0, guest=20.0)
+    assert _stolen(before, after) == 10.0
+    assert _stolen(before, before) is None
+    baseline = {"stolen_pct": 1.0, "loop_lag_max_ms": 1.0}
+    assert evidence.moved(baseline | {"stolen_pct": 12.0}, baseline) == ["stolen CPU 1 -> 12 %"]
+    assert evidence.moved(baseline | {"stolen_pct": 2.5}, baseline) == []  # under the floor
