@@ -44,8 +44,11 @@ class Step:
     server_cpu: float | None  # percent of one core; None when the server's process is unknown
     # Percent of the server's core's time the hypervisor gave to other machines over the step
     # (Linux's steal time); None where the kernel does not say. The server cannot run then, and
-    # its CPU figure does not show it: a step with much of it measured the machine.
+    # its CPU figure does not show it: a step with much of it measured the machine. With the
+    # server pinned, `stolen_elsewhere` is the same of the other cores (PostgreSQL's and the
+    # client's when `make loadtest` started them); unpinned, `stolen` is every core's.
     stolen: float | None = None
+    stolen_elsewhere: float | None = None
     # The service's own suspects over the step (loadtest/evidence.py), when its /metrics is known.
     evidence: dict[str, Any] | None = None
 
@@ -124,10 +127,14 @@ class Engine:
     ) -> None:
         self.close()
 
-    def _core_times(self) -> Any:
+    def _core_times(self) -> tuple[Any, Any | None]:
+        """(the server's core's times, the other cores' summed); (every core's, None) unpinned."""
         if self._server_core is None:
-            return psutil.cpu_times()
-        return psutil.cpu_times(percpu=True)[self._server_core]
+            return psutil.cpu_times(), None
+        cores = psutil.cpu_times(percpu=True)
+        others = [times for core, times in enumerate(cores) if core != self._server_core]
+        summed = type(cores[0])._make(map(sum, zip(*others, strict=True))) if others else None
+        return cores[self._server_core], summed
 
     def _cpu(self) -> tuple[float, float | None]:
         client = sum(_cpu_seconds(process) for process in self._clients)
@@ -187,13 +194,14 @@ class Engine:
             max_ms=round(float(top), 2),
             client_cpu=round((client_after - client_before) / duration * 100, 1),
             server_cpu=server_cpu,
-            stolen=_stolen(core_before, core_after),
+            stolen=_stolen(core_before[0], core_after[0]),
+            stolen_elsewhere=_stolen(core_before[1], core_after[1]),
         )
 
 
 def _stolen(before: Any, after: Any) -> float | None:
     """Percent of a core's time (or the cores') stolen between two psutil.cpu_times readings."""
-    if not hasattr(before, "steal"):
+    if before is None or after is None or not hasattr(before, "steal"):
         return None
     # Guest time is counted in user time already (/proc/stat).
     counted = [name for name in before._fields if name not in ("guest", "guest_nice")]

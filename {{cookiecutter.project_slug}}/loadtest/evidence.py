@@ -1,8 +1,9 @@
 """The service's own suspects for a step's tail, read from its /metrics (METRICS_PORT) just before
 and just after the step: the event loop's lag (sampled every 0.5 s by the lifespan), the cyclic
 collector's pauses (gc.callbacks), the waits for a pool connection and the requests refused by
-admission (MAX_IN_FLIGHT); beside them the machine's own, the share of the server's core that
-the hypervisor gave to other machines over the step (`stolen_pct`, from the engine). A trial of
+admission (MAX_IN_FLIGHT); beside them the machine's own, the share of the server's core, and
+of the other cores (PostgreSQL's and the client's), that the hypervisor gave to other machines over
+the step (`stolen_pct`, `stolen_elsewhere_pct`, from the engine). A trial of
 the SLO-capacity search that misses its p99 then says which of them moved against the lowest
 passing trial, or that none did.
 
@@ -98,9 +99,10 @@ def moved(evidence: dict[str, Any], baseline: dict[str, Any] | None) -> list[str
     now, then = evidence.get("gc_pause_ms_per_s", 0.0), base.get("gc_pause_ms_per_s", 0.0)
     if now > max(_GC_FLOOR_MS_PER_S, 2 * then):
         found.append(f"gc {then:.1f} -> {now:.1f} ms/s")
-    now, then = evidence.get("stolen_pct") or 0.0, base.get("stolen_pct") or 0.0
-    if now > max(_STOLEN_FLOOR_PCT, 2 * then):
-        found.append(f"stolen CPU {then:g} -> {now:g} %")
+    for key, where in (("stolen_pct", "server core"), ("stolen_elsewhere_pct", "other cores")):
+        now, then = evidence.get(key) or 0.0, base.get(key) or 0.0
+        if now > max(_STOLEN_FLOOR_PCT, 2 * then):
+            found.append(f"stolen CPU ({where}) {then:g} -> {now:g} %")
     if evidence.get("admission_refused", 0) > 0:
         found.append(f"admission refused {evidence['admission_refused']}")
     return found

@@ -20,6 +20,7 @@ COLUMNS = (
     "client %",
     "server %",
     "stolen %",
+    "elsewhere",
 )
 
 
@@ -39,6 +40,7 @@ def _cells(step: dict[str, Any]) -> list[str]:
         number(step["client_cpu"], 0),
         number(step["server_cpu"], 0),
         number(step.get("stolen"), 0),
+        number(step.get("stolen_elsewhere"), 0),
     ]
 
 

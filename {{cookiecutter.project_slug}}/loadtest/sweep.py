@@ -100,6 +100,7 @@ def _search(
         if metrics_url and before is not None:
             seen = evidence.between(before, evidence.scrape(metrics_url), plan.step_seconds)
             seen["stolen_pct"] = step.stolen
+            seen["stolen_elsewhere_pct"] = step.stolen_elsewhere
             if not ok:  # which suspects moved against the lowest passing trial
                 lowest = min(passed, key=lambda other: other.rate or 0.0, default=None)
                 seen["moved"] = evidence.moved(seen, lowest.evidence if lowest else None)

@@ -64,6 +64,12 @@ def test_time_the_hypervisor_stole_from_the_server_core_is_measured_and_named_wh
     after = before._replace(user=60.0, idle=30.0, steal=10.0, guest=20.0)
     assert _stolen(before, after) == 10.0
     assert _stolen(before, before) is None
+    assert _stolen(None, None) is None  # unpinned: no other cores apart
     baseline = {"stolen_pct": 1.0, "loop_lag_max_ms": 1.0}
-    assert evidence.moved(baseline | {"stolen_pct": 12.0}, baseline) == ["stolen CPU 1 -> 12 %"]
+    assert evidence.moved(baseline | {"stolen_pct": 12.0}, baseline) == [
+        "stolen CPU (server core) 1 -> 12 %"
+    ]
+    assert evidence.moved(baseline | {"stolen_elsewhere_pct": 20.0}, baseline) == [
+        "stolen CPU (other cores) 0 -> 20 %"
+    ]
     assert evidence.moved(baseline | {"stolen_pct": 2.5}, baseline) == []  # under the floor
