@@ -112,7 +112,9 @@ def markdown(results: dict[str, Any], chart: str | None) -> str:
         " lowest / median / highest, client CPU the highest of the repeats (all client processes,"
         " % of one core), server CPU their median. p99 at the serving rate: the median of as many"
         " runs at the rate the capacity report serves at (serving_fraction of the SLO capacity)."
-        " The knee is the closed loop's, for diagnosis.",
+        " The knee is the closed loop's, for diagnosis. In the tables, stolen %: the share of the"
+        " server's core the hypervisor gave to other machines during the step (the server could"
+        " not run, and its CPU figure does not show it); elsewhere: the same of the other cores.",
         "",
         *_summary(results),
     ]
