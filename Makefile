@@ -21,7 +21,7 @@ install: $(VENV)/.installed ## Create .venv with cookiecutter and the test tools
 demo: install ## Bake the default service into demo/, serve it on a throwaway PostgreSQL, show it answering
 	$(BIN)/python -m scripts.demo
 
-bench: install ## Side-by-side benchmark (generated vs ceiling, minimal FastAPI, ORM baseline), the price of auth, tracing and an Idempotency-Key, then filtered sorted pages; writes docs/bench/
+bench: install ## Side-by-side benchmark (generated vs ceiling, FastAPI floor, minimal FastAPI, ORM baseline), the price of auth, tracing and an Idempotency-Key, then filtered sorted pages; writes docs/bench/
 	$(BIN)/python -m bench.run
 	$(BIN)/python -m bench.features
 	$(BIN)/python -m bench.features --variants off --workload create create_keyed --rounds 5 --out docs/bench/idempotency.json

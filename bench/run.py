@@ -1,4 +1,4 @@
-"""`make bench`: the generated service side by side with three reference apps, on one machine.
+"""`make bench`: the generated service side by side with four reference apps, on one machine.
 
 Bakes the default service, starts it (all production middleware on) and the reference apps in
 bench/apps pinned to core 0, PostgreSQL and wrk on core 1, seeds 100k rows, then drives every app
