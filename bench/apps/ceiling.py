@@ -6,24 +6,9 @@ What a request costs when nothing but the server, the driver and the encoder run
 from typing import Any
 from urllib.parse import parse_qs
 
-import asyncpg
 import orjson
 
-from .common import (
-    DATABASE_URL,
-    DELETE,
-    INSERT,
-    POOL_SIZE,
-    SELECT_BY_ID,
-    SELECT_PAGE,
-    UPDATE_QUANTITY,
-)
-
-
-class _NoReset(asyncpg.Connection):
-    def get_reset_query(self) -> str:
-        return ""
-
+from .common import DELETE, INSERT, SELECT_BY_ID, SELECT_PAGE, UPDATE_QUANTITY, open_pool
 
 _pool: Any = None
 _JSON = [(b"content-type", b"application/json")]
@@ -49,9 +34,7 @@ async def app(scope: Any, receive: Any, send: Any) -> None:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
-                _pool = await asyncpg.create_pool(
-                    DATABASE_URL, min_size=POOL_SIZE, max_size=POOL_SIZE, connection_class=_NoReset
-                )
+                _pool = await open_pool()
                 await send({"type": "lifespan.startup.complete"})
             else:
                 await _pool.close()

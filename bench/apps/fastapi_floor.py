@@ -12,26 +12,11 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-import asyncpg
 import orjson
 from fastapi import FastAPI, HTTPException, Response
 
-from .common import (
-    DATABASE_URL,
-    DELETE,
-    INSERT,
-    POOL_SIZE,
-    SELECT_BY_ID,
-    SELECT_PAGE,
-    UPDATE_QUANTITY,
-)
+from .common import DELETE, INSERT, SELECT_BY_ID, SELECT_PAGE, UPDATE_QUANTITY, open_pool
 from .models import ItemCreate, ItemUpdate
-
-
-class _NoReset(asyncpg.Connection):
-    def get_reset_query(self) -> str:
-        return ""
-
 
 _pool: Any = None
 
@@ -39,9 +24,7 @@ _pool: Any = None
 @asynccontextmanager
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     global _pool
-    _pool = await asyncpg.create_pool(
-        DATABASE_URL, min_size=POOL_SIZE, max_size=POOL_SIZE, connection_class=_NoReset
-    )
+    _pool = await open_pool()
     yield
     await _pool.close()
 
