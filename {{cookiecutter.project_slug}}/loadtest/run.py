@@ -94,7 +94,7 @@ def main(args: Any, budget: Budget) -> int:
             "scenarios": {},
         }
         for name in names:
-            if database_url:
+            if database_url and not args.url:  # a database of this run's own, not a shared one
                 service.settle(database_url, resources_in(names))
             results["scenarios"][name] = sweep(
                 engine, name, budget, capacity_rps, len(client_cores), target.metrics_url
