@@ -1,6 +1,7 @@
 """What a run leaves behind: the printed table, results JSON, a Markdown report and a PNG chart."""
 
 import json
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -62,8 +63,8 @@ def _step_notes(scenario: dict[str, Any]) -> dict[int, str]:
 def _summary(results: dict[str, Any]) -> list[str]:
     """One line per scenario: the SLO capacity against the budget, its spread, the knee beside it."""
     lines = [
-        "| scenario | SLO capacity RPS | budget RPS | p99 of the repeats ms | p99 at the serving rate ms | client CPU % | server CPU % | knee RPS @ conc |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| scenario | SLO capacity RPS | budget RPS | p99 of the repeats ms | p99 at the serving rate ms | client CPU % | server CPU % | stolen % median / max: server core; other cores | knee RPS @ conc |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, scenario in results["scenarios"].items():
         found, knee = scenario["search"], scenario["steps"][scenario["knee_index"]]
@@ -86,11 +87,21 @@ def _summary(results: dict[str, Any]) -> list[str]:
             if not serving
             else f"{serving['p99_median_ms']:.1f} at {serving['rate']:,.0f} RPS ({serving['fraction']:.0%})"
         )
+        searched = [*found["trials"], *found["repeats"], *(serving["runs"] if serving else [])]
         lines.append(
             f"| {name} | {capacity} | {scenario['budget']['min_rps']:,.0f} | {p99} | {at_serving} | {client} | {server} |"
+            f" {_stolen(searched, 'stolen')}; {_stolen(searched, 'stolen_elsewhere')} |"
             f" {knee['rps']:,.0f} @ {knee['concurrency']} ({scenario['verdict']}) |"
         )
     return lines
+
+
+def _stolen(steps: list[dict[str, Any]], key: str) -> str:
+    """Median / highest of a stolen-time figure over the open-loop steps of a scenario."""
+    values = sorted(step[key] for step in steps if step.get(key) is not None)
+    if not values:
+        return "-"
+    return f"{statistics.median(values):.0f} / {values[-1]:.0f}"
 
 
 def markdown(results: dict[str, Any], chart: str | None) -> str:

@@ -80,7 +80,7 @@ def test_the_markdown_states_the_slo_capacity_its_spread_the_knee_and_the_cross_
     text = report.markdown(_results([]), "chart.png")
     assert "**Budget: met.**" in text
     assert (
-        "| by_id | 1,320 | 1,000 | 31.0 / 35.5 / 41.0 | 6.5 at 924 RPS (70%) | 48 | 91 |"
+        "| by_id | 1,320 | 1,000 | 31.0 / 35.5 / 41.0 | 6.5 at 924 RPS (70%) | 48 | 91 | -; - |"
         " 1,500 @ 4 (knee) |"
     ) in text
     assert "SLO capacity **1,320 RPS**" in text
@@ -91,6 +91,19 @@ def test_the_markdown_states_the_slo_capacity_its_spread_the_knee_and_the_cross_
     assert text.count("| at 70%: ") == 3
     assert "this engine 1,500 RPS, wrk 1,560 RPS" in text
     assert "p99 against the offered rate](chart.png)" in text
+
+
+def test_the_summary_gives_the_time_stolen_from_the_cores_over_the_open_loop_steps() -> None:
+    results = _results([])
+    scenario = results["scenarios"]["by_id"]
+    steps = [*scenario["search"]["trials"], *scenario["search"]["repeats"]]
+    steps += scenario["serving"]["runs"]
+    for index, step in enumerate(steps):  # 8 steps: 0, 2, ... 14 % and 1, 4, ... 22 %
+        step["stolen"], step["stolen_elsewhere"] = 2.0 * index, 1.0 + 3 * index
+    text = report.markdown(results, None)
+    assert "| 91 | 7 / 14; 12 / 22 | 1,500 @ 4 (knee) |" in text
+    row = report.row(steps[-1])
+    assert row.split()[-2:] == ["14", "22"]
 
 
 def test_the_markdown_lists_every_miss() -> None:
