@@ -105,3 +105,27 @@ async def test_the_quick_release_reads_only_what_it_finds(database: Database) ->
         assert quick_release_holder(database.pool, reshaped) is None
     assert [log["event"] for log in logs] == ["asyncpg_release_shielded"] * len(logs)
     assert logs, "a missing piece of asyncpg is logged"
+
+
+async def test_a_release_without_a_time_limit_enters_no_timeout_and_still_rolls_back(
+    database: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    entered: list[float | None] = []
+    timeout = asyncpg.compat.timeout
+
+    def counting(delay: float | None) -> Any:
+        entered.append(delay)
+        return timeout(delay)
+
+    monkeypatch.setattr(asyncpg.compat, "timeout", counting)  # Connection.reset enters it
+    async with database.connection() as connection:
+        assert await connection.fetchval("SELECT 1") == 1
+    assert entered == []
+    async with database.connection() as connection:
+        await connection.execute("BEGIN")
+    async with database.connection() as connection:
+        assert not connection.is_in_transaction()
+    await database.pool.release(
+        await database.pool.acquire(timeout=5.0)  # a time limit: asyncpg's own reset, timed
+    )
+    assert entered == [5.0]

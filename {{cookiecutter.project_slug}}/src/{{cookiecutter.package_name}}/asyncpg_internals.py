@@ -1,7 +1,8 @@
 """Every private asyncpg name db.py reads, in one place: what the unshielded release needs.
 
 `quick_release_holder` answers whether asyncpg's release of a connection would await nothing,
-and if so returns the connection's pool holder. Any piece it reads that is missing or of another
+and if so returns the connection's pool holder; `reset_steps` gives the steps of asyncpg's
+`Connection.reset` inside its time limit. Any piece it reads that is missing or of another
 shape means None: the caller then takes asyncpg's own shielded `Pool.release`, the plain and safe
 path, and one log line says why. The version range in pyproject.toml stops below asyncpg's next
 release line; the bake's tests/test_db_release.py holds the pieces to the shape used here.
@@ -65,3 +66,11 @@ def quick_release_holder(pool: Any, proxy: Any) -> Any | None:
     ):
         return None
     return holder
+
+
+def reset_steps(connection: Any) -> Any | None:
+    """asyncpg's `Connection._reset` of `connection` (roll back an open transaction, drop listener
+    callbacks): what `Connection.reset` runs inside `timeout(...)` before the reset query. None,
+    said once, when asyncpg has no such piece."""
+    steps = _read(connection, "_reset")
+    return None if steps is _MISSING else steps
