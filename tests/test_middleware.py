@@ -131,6 +131,7 @@ def test_bench_driver_runs_end_to_end(tmp_path: Path) -> None:
         "generated",
         "generated_log_off",
         "ceiling",
+        "fastapi_floor",
         "minimal",
         "baseline",
     }
@@ -138,5 +139,7 @@ def test_bench_driver_runs_end_to_end(tmp_path: Path) -> None:
         assert set(per_app) == {"by_id", "page", "create", "patch", "delete"}
         assert all(cell["rps"] > 0 and cell["errors"] == 0 for cell in per_app.values())
         assert all(cell["cpu_us"] > 0 for cell in per_app.values())
-    assert "generated/ceiling" in (out / "results.md").read_text()
+    report = (out / "results.md").read_text()
+    assert "generated/ceiling" in report
+    assert "fastapi_floor/minimal by CPU" in report
     assert (out / "results.png").read_bytes().startswith(b"\x89PNG")
