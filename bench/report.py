@@ -69,8 +69,8 @@ def summarise(results: dict[str, Any]) -> dict[str, Any]:
                         }
                     )
     if "fastapi_floor" in medians and "minimal" in medians:
-        # The most any service whose routes run through FastAPI could be over minimal FastAPI:
-        # the floor has nothing but FastAPI's route machinery, the driver and the encoder.
+        # What FastAPI alone, run by this template's route class, is over minimal FastAPI: the
+        # floor has nothing but that route machinery, the driver and the encoder.
         ratios["fastapi_floor/minimal by CPU"] = {
             workload: medians["minimal"][workload]["cpu_us"]
             / medians["fastapi_floor"][workload]["cpu_us"]

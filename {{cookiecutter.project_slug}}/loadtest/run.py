@@ -35,6 +35,7 @@ def main(args: Any, budget: Budget) -> int:
         )
         return 2
     database_url = os.environ.get("DATABASE_URL")
+    resources = resources_in(names)
     if not args.url and not database_url:
         say(
             "DATABASE_URL is not set: run `make loadtest` (it starts a throwaway PostgreSQL) or pass --url"
@@ -55,7 +56,7 @@ def main(args: Any, budget: Budget) -> int:
                     service.started(database_url, max_concurrency=most, pin=pin, settings=settings)
                 )
             ids = service.seed_ids(
-                database_url, target.url, budget.sweep.seed_rows, headers, resources_in(names)
+                database_url, target.url, budget.sweep.seed_rows, headers, resources
             )
         except HeadersError as error:
             say(str(error))
@@ -95,7 +96,7 @@ def main(args: Any, budget: Budget) -> int:
         }
         for name in names:
             if database_url and not args.url:  # a database of this run's own, not a shared one
-                service.settle(database_url, resources_in(names))
+                service.settle(database_url, resources)
             results["scenarios"][name] = sweep(
                 engine, name, budget, capacity_rps, len(client_cores), target.metrics_url
             )
