@@ -2,11 +2,11 @@
 
 The minimal app's routes declared on a router of the template's route class (FastRoute, from the
 baked service, mounted with include_router as the service mounts its resources), with what a route
-could drop without leaving FastAPI: no conversion of the answer (the row's JSON bytes, orjson, go
-out as a plain Response), no reset query on release, no middleware. What it costs above the raw
-ASGI ceiling is FastAPI's per-request machinery (routing, the request wrapper, parameter and body
-validation); what the generated service costs above it is everything the service adds (its
-middleware, validation of headers, conditional requests, the access log).
+could drop without leaving FastAPI: no conversion of the answer (the row's JSON bytes, orjson,
+go out as a plain Response), no reset query on release, no middleware, FastAPI's telemetry off.
+What it costs above the raw ASGI ceiling is FastAPI's per-request machinery (routing, the request
+wrapper, parameter and body validation); what the generated service costs above it is everything
+the service adds (its middleware, validation of headers, conditional requests, the access log).
 """
 
 from collections.abc import AsyncIterator
@@ -31,7 +31,13 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     await _pool.close()
 
 
-app = FastAPI(lifespan=lifespan, openapi_url=None)
+# FastAPI's built-in OpenTelemetry off, as the service runs it: on, it checks the global providers
+# on every request.
+app = FastAPI(
+    lifespan=lifespan,
+    openapi_url=None,
+    telemetry={"tracing": False, "metrics": False, "logs": False},
+)
 router: APIRouter = resource_router("/items")
 
 
