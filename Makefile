@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(CURDIR)/$(VENV)/bin
 export PATH := $(BIN):$(PATH)
 
-.PHONY: help install demo lint test bench bench-keyset bench-compare
+.PHONY: help install demo lint test bench bench-instructions bench-keyset bench-compare
 
 help: ## Show the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-13s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -26,6 +26,9 @@ bench: install ## Side-by-side benchmark (generated vs ceiling, FastAPI floor, m
 	$(BIN)/python -m bench.features
 	$(BIN)/python -m bench.features --variants off --workload create create_keyed --rounds 5 --out docs/bench/idempotency.json
 	$(BIN)/python -m bench.keyset_depth
+
+bench-instructions: install ## Instructions per request of every app and workload, counted by valgrind's callgrind (steady where CPU time is not); writes docs/bench/instructions.*
+	$(BIN)/python -m bench.instructions $(ARGS)
 
 bench-keyset: install ## A list page at depth 1 and 5,000 on a million rows (EXPLAIN ANALYZE), and wrk on by-id, page and a filtered sorted page; prints the figures
 	$(BIN)/python -m bench.keyset_depth $(ARGS)

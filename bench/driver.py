@@ -99,7 +99,7 @@ def check_answers(name: str, base: str) -> None:
         assert patched.json()["quantity"] == 5, name
 
 
-async def _seed_deletable(url: str, count: int) -> int:
+async def seed_deletable(url: str, count: int) -> int:
     """Insert `count` rows with consecutive ids for a delete run; return the first id."""
     connection = await asyncpg.connect(url)
     try:
@@ -130,7 +130,7 @@ def drive(
     its own, seeded before the CPU is read."""
     start = 1
     if workloads.consumes_ids(workload):
-        start = asyncio.run(_seed_deletable(database_url, DELETABLE_PER_SECOND * seconds))
+        start = asyncio.run(seed_deletable(database_url, DELETABLE_PER_SECOND * seconds))
     cpu_before = sum(server.cpu_times()[:2])
     figures = workloads.run(base, workload, seconds=seconds, connections=connections, start=start)
     # Server CPU per request (user + system): the code's cost, whatever else the shared machine

@@ -26,6 +26,12 @@ def test_redaction_masks_an_orjson_rendered_bytes_line() -> None:
     assert MASK in event["exception"]
 
 
+def test_redaction_masks_a_secret_in_a_bytes_line_with_no_url() -> None:
+    line = orjson.dumps({"event": "login failed", "detail": "password hunter2 rejected"})
+    masked = RedactSecrets(["other", "hunter2"])(None, "error", line)
+    assert orjson.loads(masked)["detail"] == f"password {MASK} rejected"
+
+
 def test_redaction_masks_a_rendered_json_line_without_breaking_it() -> None:
     password = 'p"w\\d'
     line = json.dumps(

@@ -14,11 +14,14 @@ from ..settings import Settings
 from .line_writer import BatchedLineWriter
 from .redaction import redact_secrets
 
+# ".000Z" to ".999Z": the end of every timestamp, formatted once.
+_MILLISECONDS = tuple(f".{millisecond:03d}Z" for millisecond in range(1000))
+
 
 class _UtcTimestamp:
     """`timestamp`: RFC 3339 UTC with milliseconds. The date and time part is formatted once a
-    second; structlog's TimeStamper formats a datetime on every line (~1.5 of the access line's
-    ~6 us, timeit)."""
+    second and the milliseconds never; structlog's TimeStamper formats a datetime on every line
+    (~1.5 of the access line's ~6 us, timeit)."""
 
     __slots__ = ("_prefix", "_second")
 
@@ -34,7 +37,7 @@ class _UtcTimestamp:
         if second != self._second:
             self._second = second
             self._prefix = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
-        event["timestamp"] = f"{self._prefix}.{int((now - second) * 1000):03d}Z"
+        event["timestamp"] = self._prefix + _MILLISECONDS[int((now - second) * 1000)]
         return event
 
 

@@ -47,9 +47,13 @@ class RedactSecrets:
     def __call__(self, logger: Any, method_name: str, line: Any) -> Any:
         if isinstance(line, str):
             return _mask(line, self._secrets)
-        if b"://" in line or any(secret in line for secret in self._secret_bytes):
+        # Byte scans (`in`: memchr-fast; a compiled alternation of them is slower), no generator.
+        suspect = b"://" in line
+        for secret in self._secret_bytes:
+            suspect = suspect or secret in line
+        if suspect:
             return _mask(line.decode("utf-8", "replace"), self._secrets).encode()
-        return line  # the common line: two byte scans, no decoding
+        return line  # the common line: a few byte scans, no decoding
 
 
 def _json_escaped(secret: str) -> str:
