@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.driver import POOL_SIZE, ROOT, migrate, prepare, seed_deletable
+from bench.report import LABELS
 from bench.run import _commands
 from bench.workloads import NAMES, Workloads
 from tests.baking import bake, load_dev_module, tool_env
@@ -30,13 +31,6 @@ from tests.baking import bake, load_dev_module, tool_env
 APPS = ("generated", "generated_log_off", "ceiling", "fastapi_floor", "minimal")
 # Under callgrind a server answers some tens of requests a second: a few seconds are hundreds.
 DELETABLE = 5_000
-LABELS = {
-    "generated": "generated service",
-    "generated_log_off": "generated, ACCESS_LOG=off",
-    "ceiling": "raw ASGI ceiling",
-    "fastapi_floor": "FastAPI floor",
-    "minimal": "minimal FastAPI",
-}
 RATIOS = (  # (numerator, denominator): a ratio above 1 means the numerator runs fewer instructions
     ("generated", "minimal"),
     ("generated", "ceiling"),
