@@ -161,8 +161,9 @@ def main() -> int:
     parser.add_argument("--duration", type=int, default=8, help="seconds counted per workload")
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--rows", type=int, default=100_000)
-    # As `make bench`: 32 requests at a time on a pool of 8, so acquires wait as they do there.
-    parser.add_argument("--connections", type=int, default=32)
+    # As many as the pool has connections: at `make bench`'s 32, a server slowed down fifty times
+    # keeps requests past wrk's 2 s timeout. An acquire then never waits (its timer is not counted).
+    parser.add_argument("--connections", type=int, default=8)
     parser.add_argument("--apps", nargs="+", default=list(APPS), choices=APPS)
     parser.add_argument("--workloads", nargs="+", default=list(NAMES), choices=NAMES)
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "bench")
