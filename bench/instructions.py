@@ -2,7 +2,7 @@
 valgrind's callgrind: a measure the shared machine's stolen time and neighbours do not move.
 
 CPU time per request (`make bench`) moves 20-50 % from run to run where the host steals time; the
-count of instructions a server executes for a request does not (two runs agree within a percent).
+count of instructions a server executes for a request does not (two runs agree within 2 %).
 Each app of `make bench` is started under callgrind (about fifty times slower), warmed, and for each
 workload its counters are zeroed, `wrk` drives it for a few seconds over TCP, and the counters are
 dumped: user-space instructions of the whole server process (uvicorn, the event loop, the app,
