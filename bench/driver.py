@@ -67,16 +67,23 @@ def service_command(project: Path) -> list[str]:
     return [sys.executable, "-m", packages[0]]
 
 
-def start_pinned(
-    command: list[str], project: Path, database_url: str, port: int, log: Path, **env: str
-) -> "subprocess.Popen[bytes]":
-    """Start a server on the server core with the bench's settings (a pool of POOL_SIZE, prod, no
-    metrics listener) and `env` over them; return once GET /items/1 answers."""
+def server_env(project: Path, database_url: str, port: int, **env: str) -> dict[str, str]:
+    """The environment of a server of the bench: a pool of POOL_SIZE, prod, no metrics listener,
+    the bake and bench.apps importable, and `env` over them."""
     variables = tool_env(project, DATABASE_URL=database_url, PORT=str(port),
                          POOL_SIZE=str(POOL_SIZE), POOL_MIN_SIZE=str(POOL_SIZE),
                          POOL_MAX_SIZE=str(POOL_SIZE), APP_ENV="prod", METRICS_PORT="0",
                          **env)  # fmt: skip
     variables["PYTHONPATH"] = f"{project / 'src'}{os.pathsep}{ROOT}"  # the bake, and bench.apps
+    return variables
+
+
+def start_pinned(
+    command: list[str], project: Path, database_url: str, port: int, log: Path, **env: str
+) -> "subprocess.Popen[bytes]":
+    """Start a server on the server core with the bench's settings (a pool of POOL_SIZE, prod, no
+    metrics listener) and `env` over them; return once GET /items/1 answers."""
+    variables = server_env(project, database_url, port, **env)
     pinned = ["taskset", "-c", str(SERVER_CORE), *command]
     with log.open("wb") as sink:
         process = subprocess.Popen(

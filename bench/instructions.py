@@ -13,7 +13,6 @@ counted; `make bench` measures it with the rest. Writes docs/bench/instructions.
 import argparse
 import asyncio
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -22,14 +21,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.driver import POOL_SIZE, ROOT, migrate, prepare, seed_deletable
+from bench.driver import ROOT, migrate, prepare, seed_deletable, server_env
 from bench.report import LABELS
-from bench.run import _commands
+from bench.run import app_commands, app_env
 from bench.workloads import NAMES, Workloads
-from tests.baking import bake, load_dev_module, tool_env
+from tests.baking import bake, load_dev_module
+from tests.serving import wait_until_answering
 
 APPS = ("generated", "generated_log_off", "ceiling", "fastapi_floor", "minimal")
-# Under callgrind a server answers some tens of requests a second: a few seconds are hundreds.
+# Rows seeded for each delete run: under callgrind a server deletes at most a few hundred a second.
 DELETABLE = 5_000
 RATIOS = (  # (numerator, denominator): a ratio above 1 means the numerator runs fewer instructions
     ("generated", "minimal"),
@@ -54,16 +54,10 @@ class CallgrindServer:
             stderr=subprocess.STDOUT,
         )
 
-    def wait_until_answering(self, url: str, seconds: float = 600) -> None:
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            if self._process.poll() is not None:
-                raise RuntimeError(f"server exited, see {self._out.with_suffix('.log')}")
-            probe = subprocess.run(["curl", "-sf", "-m", "30", "-o", "/dev/null", url], check=False)
-            if probe.returncode == 0:
-                return
-            time.sleep(1)
-        raise TimeoutError(f"{url} did not answer within {seconds} s")
+    def wait_until_answering(self, url: str) -> None:
+        # Python's start-up and imports run some fifty times slower under callgrind.
+        log = self._out.with_suffix(".log")
+        wait_until_answering(self._process, url, what=f"server (log: {log})", seconds=600)
 
     def _control(self, flag: str) -> None:
         subprocess.run(["callgrind_control", flag, str(self._process.pid)], check=True,
@@ -92,12 +86,8 @@ def _measure(
     work: Path,
 ) -> dict[str, dict[str, float]]:  # fmt: skip
     port = load_dev_module(project, "devdb").free_port()
-    command = _commands(project, port)[name]
-    extra = {"ACCESS_LOG": "off"} if name == "generated_log_off" else {}
-    env = tool_env(project, DATABASE_URL=database_url, PORT=str(port), POOL_SIZE=str(POOL_SIZE),
-                   POOL_MIN_SIZE=str(POOL_SIZE), POOL_MAX_SIZE=str(POOL_SIZE), APP_ENV="prod",
-                   METRICS_PORT="0", **extra)  # fmt: skip
-    env["PYTHONPATH"] = f"{project / 'src'}{os.pathsep}{ROOT}"
+    command = app_commands(project, port)[name]
+    env = server_env(project, database_url, port, **app_env(name))
     base = f"http://127.0.0.1:{port}"
     server = CallgrindServer(command, env, work / f"callgrind.{name}")
     figures: dict[str, dict[str, float]] = {}

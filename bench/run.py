@@ -39,7 +39,8 @@ _TUNED = ["--loop", "uvloop", "--http", "httptools", "--no-access-log", "--no-se
           "--no-proxy-headers"]  # fmt: skip
 
 
-def _commands(project: Path, port: int) -> dict[str, list[str]]:
+def app_commands(project: Path, port: int) -> dict[str, list[str]]:
+    """The command that serves each app of the bench on `port`."""
     uvicorn = [sys.executable, "-m", "uvicorn", "--port", str(port)]
     return {
         "generated": service_command(project),
@@ -56,9 +57,13 @@ def _commands(project: Path, port: int) -> dict[str, list[str]]:
 def _start(
     name: str, project: Path, database_url: str, port: int, logs: Path
 ) -> subprocess.Popen[bytes]:
-    env = {"ACCESS_LOG": "off"} if name == "generated_log_off" else {}
-    command = _commands(project, port)[name]
-    return start_pinned(command, project, database_url, port, logs / f"{name}.log", **env)
+    command = app_commands(project, port)[name]
+    return start_pinned(command, project, database_url, port, logs / f"{name}.log", **app_env(name))
+
+
+def app_env(name: str) -> dict[str, str]:
+    """What an app of the bench sets over the bench's server environment."""
+    return {"ACCESS_LOG": "off"} if name == "generated_log_off" else {}
 
 
 def _paced_p99(
