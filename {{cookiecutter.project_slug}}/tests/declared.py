@@ -185,7 +185,7 @@ def _valid_of_kind(resource: Resource, name: str) -> list[tuple[str, Any, Any]]:
     if kind in ("int", "bigint", "money"):
         bounds = [("lowest", marker.ge, marker.ge), ("highest", marker.le, marker.le)]
         # An integral number written with a fraction is that integer (JSON Schema's reading).
-        if abs(marker.example) > JSON_EXACT_INTEGER:
+        if abs(marker.example) >= JSON_EXACT_INTEGER:
             return bounds
         return [*bounds, ("with a fraction", float(marker.example), marker.example)]
     if kind == "bool":

@@ -20,6 +20,11 @@ API_KEY_SCOPES = ("read", "write")
 {%- endif %}
 
 
+def _entries(spec: str) -> list[str]:
+    """The entries of a comma-separated setting, blanks dropped."""
+    return [entry for entry in (part.strip() for part in spec.split(",")) if entry]
+
+
 class Settings(EnvironmentThenSecretFiles):
     """Every knob of the service; each field is read from the environment variable of its name."""
 
@@ -80,6 +85,15 @@ class Settings(EnvironmentThenSecretFiles):
         description="Seconds a connection has to send a complete request head, from its opening "
         "or its first byte; closed otherwise, so that silent or slow clients cannot hold sockets.",
     )
+    timeout_request_body: float = Field(
+        10,
+        gt=0,
+        le=3600,
+        description="Seconds a request has to send its whole body, from the end of its head; "
+        "408 and the connection closed otherwise. A request waiting for its body holds no "
+        "MAX_IN_FLIGHT slot, only its socket, until then. Raise it with MAX_BODY_BYTES for "
+        "large bodies from slow clients.",
+    )
     max_request_head_bytes: int = Field(
         16384,
         ge=1024,
@@ -131,10 +145,19 @@ class Settings(EnvironmentThenSecretFiles):
         description="Client buckets kept per pod (about 300 bytes each: 30 MB at the default), "
         "the least recently seen dropped first: memory stays bounded whatever the number of clients.",
     )
+    rate_limit_ipv6_prefix: int = Field(
+        64,
+        ge=32,
+        le=128,
+        description="Bits of an IPv6 client address that make one client for the rate limit: a "
+        "/64 is the usual allocation to one site, whose 2^64 addresses would otherwise each get a "
+        "bucket of their own. IPv4-mapped addresses count as their IPv4 address.",
+    )
     forwarded_allow_ips: str = Field(
         "",
         description="Comma-separated proxy IPs/CIDRs whose X-Forwarded-* headers are trusted; "
-        "empty trusts none.",
+        "empty trusts none. `*` (every peer) is refused with APP_ENV=prod: the client would "
+        "then choose the address its rate limit and logs see.",
     )
     require_if_match: bool = Field(
         False, description="PATCH and DELETE without If-Match get 428 instead of writing blindly."
@@ -330,7 +353,7 @@ class Settings(EnvironmentThenSecretFiles):
     @field_validator("forwarded_allow_ips")
     @classmethod
     def _check_proxies(cls, value: str) -> str:
-        for entry in filter(None, (part.strip() for part in value.split(","))):
+        for entry in _entries(value):
             if entry != "*":
                 ipaddress.ip_network(entry, strict=False)  # ValueError names the bad entry
         return value
@@ -342,6 +365,12 @@ class Settings(EnvironmentThenSecretFiles):
         if self.metrics_port == self.port:
             raise ValueError(
                 "METRICS_PORT must differ from PORT: metrics stay off the traffic port"
+            )
+        if self.app_env == "prod" and "*" in _entries(self.forwarded_allow_ips):
+            # uvicorn then takes the leftmost X-Forwarded-For entry, which the client writes.
+            raise ValueError(
+                "FORWARDED_ALLOW_IPS=* is refused with APP_ENV=prod: every client would choose "
+                "its own address (rate limit, logs); name the proxies' IPs or CIDRs"
             )
         if self.database_url is None and self.app_env != "dev":
             raise ValueError("DATABASE_URL is required unless APP_ENV=dev")

@@ -7,8 +7,12 @@ from devdb import free_port
 
 from {{ cookiecutter.package_name }}.observability.metrics import Metrics
 from {{ cookiecutter.package_name }}.serving.metrics_listener import metrics_listener
+from {{ cookiecutter.package_name }}.serving.protocol import guarded_protocol
+from {{ cookiecutter.package_name }}.settings import Settings
 
 from ..conftest import BASE
+
+PROTOCOL = guarded_protocol(Settings(app_env="dev"))
 
 
 async def test_metrics_are_not_served_on_the_traffic_port_nor_in_the_openapi_schema(
@@ -24,7 +28,7 @@ async def test_metrics_are_not_served_on_the_traffic_port_nor_in_the_openapi_sch
 async def test_metrics_listener_serves_only_metrics_on_its_port_and_closes_it() -> None:
     metrics = Metrics()
     port = free_port()
-    async with metrics_listener(metrics, "127.0.0.1", port) as bound:
+    async with metrics_listener(metrics, "127.0.0.1", port, protocol=PROTOCOL) as bound:
         assert bound == port
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
             scraped = await http.get("/metrics")
@@ -38,7 +42,7 @@ async def test_metrics_listener_serves_only_metrics_on_its_port_and_closes_it() 
 
 
 async def test_metrics_port_zero_starts_no_listener() -> None:
-    async with metrics_listener(Metrics(), "127.0.0.1", 0) as bound:
+    async with metrics_listener(Metrics(), "127.0.0.1", 0, protocol=PROTOCOL) as bound:
         assert bound is None
 
 

@@ -16,23 +16,23 @@ it: a request without an Idempotency-Key pays nothing here.
 {% if cookiecutter.auth == "jwt" %}
 import hashlib
 
-from fastapi.security.utils import get_authorization_scheme_param
 {%- endif %}
 from starlette.requests import Request
 {%- if cookiecutter.auth == "api_key" %}
 
-from .auth import HEADER, digest
+from .auth import HEADER, digest, key_of
 {%- elif cookiecutter.auth == "jwt" %}
 
+from .auth import token_of
 from .state import service_state
 {%- endif %}
 
 
 async def client_identity(request: Request) -> str:
 {%- if cookiecutter.auth == "api_key" %}
-    return "key:" + digest(request.headers.get(HEADER, ""))
+    return "key:" + digest(key_of(request.headers.get(HEADER)) or "")
 {%- elif cookiecutter.auth == "jwt" %}
-    _, token = get_authorization_scheme_param(request.headers.get("authorization"))
+    token = token_of(request.headers.get("authorization")) or ""
     # Verified by the route's guard already: this is the verifier's cache, not a signature check.
     claims = await service_state(request).token_verifier.verify(token)
     subject = claims.get("sub")

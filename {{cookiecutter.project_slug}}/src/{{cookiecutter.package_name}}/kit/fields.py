@@ -61,9 +61,9 @@ def _text(value: str | None) -> str | None:
 
 def _integral(value: object) -> object:
     # JSON Schema counts 4466.0 as an integer, so the contract accepts it; 1.5, NaN and inf are not.
-    # Integral JSON numbers written with a fraction are exact up to JSON_EXACT_INTEGER; above it
-    # a float may already be another number than the one written.
-    if isinstance(value, float) and value.is_integer() and abs(value) <= JSON_EXACT_INTEGER:
+    # Integral JSON numbers written with a fraction are exact below JSON_EXACT_INTEGER; from it on
+    # a float may already be another number than the one written (2^53 + 1 parses as 2^53).
+    if isinstance(value, float) and value.is_integer() and abs(value) < JSON_EXACT_INTEGER:
         return int(value)
     return value
 

@@ -114,7 +114,7 @@ async def idempotently(
     if key is None:
         async with database.connection() as connection:
             return await write(connection)
-    key = _checked(key)
+    key = _checked(key.strip(" \t"))  # RFC 9110 §5.5: whitespace around a value is not of it
     client = await client_identity(request)
     fingerprint = await _fingerprint(request, client)
     async with database.connection() as connection, connection.transaction():

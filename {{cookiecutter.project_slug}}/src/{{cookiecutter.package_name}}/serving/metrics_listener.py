@@ -10,6 +10,7 @@ installs no signal handlers (the traffic server owns SIGTERM) and runs no ticker
 server it opens accepts connections on its own.
 """
 
+import asyncio
 import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -45,8 +46,15 @@ def _bound_socket(host: str, port: int) -> socket.socket:
 
 
 @asynccontextmanager
-async def metrics_listener(metrics: Metrics, host: str, port: int) -> AsyncIterator[int | None]:
-    """Serve /metrics on host:port while the block runs; yield the bound port (None when port=0)."""
+async def metrics_listener(
+    metrics: Metrics, host: str, port: int, *, protocol: type[asyncio.Protocol]
+) -> AsyncIterator[int | None]:
+    """Serve /metrics on host:port while the block runs; yield the bound port (None when port=0).
+
+    `protocol` is the traffic port's (protocol.py `guarded_protocol`): the same head and body
+    deadlines and head size limit. Without them a few silent connections held every one of the
+    listener's slots, and one endless header line grew the process by hundreds of MB while the
+    shared event loop parsed it, slowing the traffic port too (#40)."""
     if port == 0:
         yield None
         return
@@ -60,6 +68,7 @@ async def metrics_listener(metrics: Metrics, host: str, port: int) -> AsyncItera
         date_header=False,
         proxy_headers=False,
         ws="none",
+        http=protocol,
         limit_concurrency=_MAX_CONNECTIONS,
         timeout_keep_alive=_KEEP_ALIVE_SECONDS,
         timeout_graceful_shutdown=_KEEP_ALIVE_SECONDS,

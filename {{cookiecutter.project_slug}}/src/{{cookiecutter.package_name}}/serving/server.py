@@ -60,6 +60,10 @@ def http_config(settings: Settings, app: ASGIApp) -> uvicorn.Config:
         port=settings.port,
         loop="uvloop",
         http=guarded_protocol(settings),
+        # No WebSocket route exists: an Upgrade request is served as plain HTTP (RFC 9110 §7.8
+        # lets a server ignore Upgrade), so its answer is the route's, or a problem+json error,
+        # instead of the empty 403 of a refused WebSocket handshake.
+        ws="none",
         # A cap on sockets, idle keep-alive ones included: uvicorn answers 503 above it. The work
         # itself is bounded by MAX_IN_FLIGHT (middleware/admission.py), which counts requests.
         limit_concurrency=settings.limit_concurrency,
@@ -80,7 +84,9 @@ def http_config(settings: Settings, app: ASGIApp) -> uvicorn.Config:
 
 async def _serve(server: uvicorn.Server, metrics: Metrics, settings: Settings) -> None:
     """The traffic server, with the /metrics listener on METRICS_PORT beside it."""
-    async with metrics_listener(metrics, settings.host, settings.metrics_port):
+    async with metrics_listener(
+        metrics, settings.host, settings.metrics_port, protocol=guarded_protocol(settings)
+    ):
         await server.serve()
 
 

@@ -24,6 +24,7 @@ PROTOCOL_METHODS = (
     "on_headers_complete",
     "on_body",
     "on_message_complete",
+    "send_400_response",
 )
 PROTOCOL_ATTRIBUTES = (
     "url",
@@ -34,19 +35,22 @@ PROTOCOL_ATTRIBUTES = (
     "client",
     "server_state",
     "timeout_keep_alive_task",
+    "parser",
 )
+# RequestResponseCycle attributes the body deadline sets to tell the app its client is gone.
+CYCLE_ATTRIBUTES = ("disconnected", "message_event", "response_started", "response_complete")
 # The module global uvicorn answers excess connections with (--limit-concurrency).
 OVERLOAD_APP = "service_unavailable"
 
 
-def _instance_attributes(cls: type) -> set[str]:
+def _instance_attributes(cls: type, names: tuple[str, ...] = PROTOCOL_ATTRIBUTES) -> set[str]:
     """Attributes the class sets on its instances (read from its source: uvicorn declares them
     in __init__ and the callbacks, not on the class)."""
     try:
         source = inspect.getsource(cls)
     except (OSError, TypeError):
         return set()
-    return {name for name in PROTOCOL_ATTRIBUTES if f"self.{name}" in source}
+    return {name for name in names if f"self.{name}" in source}
 
 
 def protocol_problems() -> list[str]:
@@ -66,9 +70,12 @@ def protocol_problems() -> list[str]:
     problems += [
         f"HttpToolsProtocol sets no {name}" for name in PROTOCOL_ATTRIBUTES if name not in found
     ]
+    cycle: Any = getattr(httptools_impl, "RequestResponseCycle", None)
+    found = _instance_attributes(cycle, CYCLE_ATTRIBUTES) if cycle is not None else set()
+    problems += [f"RequestResponseCycle sets no {name}" for name in CYCLE_ATTRIBUTES if name not in found]
     status_line = getattr(httptools_impl, "STATUS_LINE", None)
-    if not isinstance(status_line, dict) or 431 not in status_line:
-        problems.append("uvicorn.protocols.http.httptools_impl.STATUS_LINE has no 431")
+    if not isinstance(status_line, dict) or not {400, 408, 431} <= status_line.keys():
+        problems.append("uvicorn.protocols.http.httptools_impl.STATUS_LINE lacks 400, 408 or 431")
     return problems
 
 

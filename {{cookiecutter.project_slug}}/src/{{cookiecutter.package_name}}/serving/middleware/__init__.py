@@ -11,6 +11,9 @@ from starlette.middleware.cors import CORSMiddleware
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from ...health.routes import PROBE_PATHS
+{%- if cookiecutter.auth != "none" %}
+from ...kit.auth import CREDENTIAL_HEADER, credential
+{%- endif %}
 from ...observability.metrics import Metrics
 from ...settings import Settings
 from ..metrics_listener import METRICS_PATH
@@ -21,7 +24,8 @@ from .edge.access_log import AccessLog
 from .edge.request_id import TrustedPeers
 from .edge.request_metrics import RequestMetrics
 from .head import HeadAsGetMiddleware
-from .rate_limit import RateLimitMiddleware
+from .path import EncodedSlashMiddleware
+from .rate_limit import {% if cookiecutter.auth == "none" %}Credential, {% endif %}RateLimitMiddleware
 
 if TYPE_CHECKING:
     from ...observability.tracing import Tracing
@@ -35,8 +39,12 @@ CORS_EXPOSE_HEADERS = [
     "RateLimit",
     "RateLimit-Policy",
 ]
-# What tells clients apart for the rate limit, before the address (middleware/rate_limit.py).
-CREDENTIAL_HEADER: bytes | None = {% if cookiecutter.auth == "api_key" %}b"x-api-key"{% elif cookiecutter.auth == "jwt" %}b"authorization"{% else %}None{% endif %}
+{%- if cookiecutter.auth == "none" %}
+# What tells clients apart for the rate limit, before the address (middleware/rate_limit.py):
+# nothing with auth=none; else the credential as kit/auth.py reads it.
+CREDENTIAL_HEADER: bytes | None = None
+credential: Credential | None = None
+{%- endif %}
 
 
 def middleware_stack(
@@ -44,13 +52,17 @@ def middleware_stack(
 ) -> list[Middleware]:
     """Outermost first: the request span (TRACING=true) covers everything; the edge (request id,
     security headers, unhandled errors, metrics, access log) sees every answer, a 413, a 500 or a
-    refusal included; admission then refuses a request past MAX_IN_FLIGHT before any other work is
-    done for it; the body limit and HEAD-as-GET sit right before routing. The edge judges the request
-    id on the TCP peer, so uvicorn's proxy-headers middleware (here rather than in the server for
-    that reason) comes after it and replaces the peer and scheme with what a trusted proxy says;
-    CORS (when origins are listed) answers preflights after that. The rate limit (RATE_LIMIT_RPS
-    > 0) comes next: it reads the client's address as the proxy vouched for it, a preflight never
-    spends a client's tokens, and its 429 still carries the CORS headers a browser needs."""
+    refusal included. The edge judges the request id on the TCP peer, so uvicorn's proxy-headers
+    middleware (here rather than in the server for that reason) comes after it and replaces the
+    peer and scheme with what a trusted proxy says; CORS (when origins are listed) answers
+    preflights after that. The rate limit (RATE_LIMIT_RPS > 0) comes next: it reads the client's
+    address as the proxy vouched for it, a preflight never spends a client's tokens, and its 429
+    still carries the CORS headers a browser needs. An encoded slash in the path (path.py) is
+    refused right after the edge, before anything reads the path. The body limit refuses a body too large before
+    it is waited for; admission then waits for the body (a request whose body has not come does
+    no work and holds no slot, #40) and refuses a request past MAX_IN_FLIGHT before the app does
+    any work for it; HEAD-as-GET sits right before routing. The layers before admission are
+    header checks of a few microseconds, without I/O."""
     trusted = TrustedPeers(settings.forwarded_allow_ips)
     # Costs time on every request: only in the stack when a proxy is named.
     proxy_headers = (
@@ -88,6 +100,8 @@ def middleware_stack(
                 capacity=settings.rate_limit_clients,
                 metrics=metrics,
                 credential_header=CREDENTIAL_HEADER,
+                credential=credential,
+                ipv6_prefix=settings.rate_limit_ipv6_prefix,
             )
         ]
         if settings.rate_limit_rps
@@ -98,7 +112,7 @@ def middleware_stack(
         Middleware(
             EdgeMiddleware, metrics=RequestMetrics(metrics), access_log=access_log, trusted=trusted
         ),
-        Middleware(AdmissionMiddleware, limit=settings.max_in_flight, metrics=metrics),
+        Middleware(EncodedSlashMiddleware),
         *proxy_headers,
         *cors,
         *rate_limit,
@@ -107,5 +121,6 @@ def middleware_stack(
             max_bytes=settings.max_body_bytes,
             drain_bytes=settings.max_body_drain_bytes,
         ),
+        Middleware(AdmissionMiddleware, limit=settings.max_in_flight, metrics=metrics),
         Middleware(HeadAsGetMiddleware),
     ]

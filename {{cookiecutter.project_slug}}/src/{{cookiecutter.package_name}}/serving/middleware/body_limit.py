@@ -23,15 +23,21 @@ class _BodyTooLarge(Exception):
     """Raised into the app to stop it reading a body already answered with 413."""
 
 
-def _declared_length(scope: Scope) -> tuple[int, bool]:
-    """(Content-Length or 0, whether the body is chunked and must be counted as it arrives)."""
-    length, chunked = 0, False
+_EXPECT = b"expect"
+
+
+def _declared_length(scope: Scope) -> tuple[int, bool, bool]:
+    """(Content-Length or 0, whether the body is chunked and must be counted as it arrives,
+    whether the client waits for 100 Continue before sending it)."""
+    length, chunked, expects = 0, False, False
     for name, value in scope["headers"]:
         if name == _CONTENT_LENGTH and value.isdigit():
             length = int(value)
         elif name == _TRANSFER_ENCODING:
             chunked = True
-    return length, chunked
+        elif name == _EXPECT and value.lower() == b"100-continue":
+            expects = True
+    return length, chunked, expects
 
 
 class BodySizeLimitMiddleware:
@@ -77,12 +83,16 @@ class BodySizeLimitMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        length, chunked = _declared_length(scope)
+        length, chunked, expects = _declared_length(scope)
         if not chunked:
             # No body, or one of declared length that the server never lets overrun.
             if length > self.max_bytes:
                 # A body longer than the drain allowance is not read at all: closing is certain.
-                drained = length <= self.drain_bytes and await self._drain(receive, 0)
+                # Nor is one the client holds back until 100 Continue, which reading would send
+                # (uvicorn writes it on the first receive): refused at once, the body never sent.
+                drained = (
+                    not expects and length <= self.drain_bytes and await self._drain(receive, 0)
+                )
                 await self._refuse(scope, receive, send, drained=drained)
                 return
             await self.app(scope, receive, send)

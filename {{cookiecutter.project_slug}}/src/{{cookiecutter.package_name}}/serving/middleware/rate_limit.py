@@ -1,8 +1,12 @@
 """Per-client rate limits: a token bucket per client, 429 past it, probes never counted.
 
-A client is its credential when it sends one (the SHA-256 of the raw header value: the API key's
-digest, or the bearer token's), else its address (middleware/edge/request_id.py
-`client_address`: the TCP peer, or the client a proxy of FORWARDED_ALLOW_IPS names). This layer
+A client is its credential when it sends one (the SHA-256 of the credential as authentication
+reads it, kit/auth.py `credential`: the API key, or the bearer token without its scheme, so that
+`bEaReR` or extra spaces do not make one token many clients, #40), else its address
+(middleware/edge/request_id.py `client_address`: the TCP peer, or the client a proxy of
+FORWARDED_ALLOW_IPS names). An IPv6 client is its network of RATE_LIMIT_IPV6_PREFIX bits (a /64
+by default, the usual allocation to one site: its 2^64 addresses are one client, #33), an
+IPv4-mapped IPv6 address its IPv4 address. This layer
 runs before authentication and verifies nothing, on purpose: checking a token here would cost a
 second JWT verification. That is safe because a bucket is only ever *given* by a credential, never
 shared through one: a forged or unverified credential gets a bucket of its own, so it cannot drain
@@ -20,6 +24,7 @@ registry without bound).
 """
 
 import hashlib
+import ipaddress
 import math
 import time
 from collections import OrderedDict
@@ -36,6 +41,23 @@ from .edge.request_id import client_address
 # "RateLimit header fields for HTTP", -11: an sf-string item with q/w and r/t parameters).
 POLICY = "per-client"
 Identity = bytes | str
+# What a credential header's value is to authentication: the credential alone (normalised), or
+# None when the value holds none.
+Credential = Callable[[bytes], bytes | None]
+
+
+def address_identity(address: str, ipv6_prefix: int) -> str:
+    """The bucket of a client address: IPv4 as it is, IPv6 by its network of `ipv6_prefix` bits,
+    IPv4-mapped IPv6 (::ffff:a.b.c.d) as its IPv4 address."""
+    if ":" not in address:
+        return address  # IPv4, or a Unix socket's name: no parsing on the common path
+    try:
+        ip = ipaddress.IPv6Address(address.split("%", 1)[0])
+    except ValueError:
+        return address
+    if ip.ipv4_mapped is not None:
+        return str(ip.ipv4_mapped)
+    return str(ipaddress.IPv6Network((ip, ipv6_prefix), strict=False))
 
 
 class TokenBuckets:
@@ -93,11 +115,15 @@ class RateLimitMiddleware:
         capacity: int,
         metrics: Metrics,
         credential_header: bytes | None = None,
+        credential: Credential | None = None,
+        ipv6_prefix: int = 64,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.app = app
         self.buckets = TokenBuckets(rate=rate, burst=burst, capacity=capacity, clock=clock)
-        self._credential = credential_header
+        self._credential_header = credential_header
+        self._credential = credential or _stripped
+        self._ipv6_prefix = ipv6_prefix
         self._refused = metrics.rate_limited
         metrics.rate_limit_clients.set_function(lambda: len(self.buckets))
         # The draft's quota policy for a token bucket: `burst` requests in the time that refills
@@ -113,11 +139,15 @@ class RateLimitMiddleware:
         self._headers, self._body = refusal.raw_headers, bytes(refusal.body)
 
     def _identity(self, scope: Scope) -> Identity | None:
-        if self._credential is not None:
+        if self._credential_header is not None:
             for name, value in scope["headers"]:
-                if name == self._credential:  # the first: two lines are auth's 400 anyway
-                    return hashlib.sha256(value).digest()
-        return client_address(scope)
+                if name == self._credential_header:  # the first: two lines are auth's 400 anyway
+                    credential = self._credential(value)
+                    if credential:  # a value holding none is keyed by address, as no header
+                        return hashlib.sha256(credential).digest()
+                    break
+        address = client_address(scope)
+        return None if address is None else address_identity(address, self._ipv6_prefix)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] in PROBE_PATHS:
@@ -139,3 +169,8 @@ class RateLimitMiddleware:
         ]
         await send({"type": "http.response.start", "status": 429, "headers": headers})
         await send({"type": "http.response.body", "body": self._body})
+
+
+def _stripped(value: bytes) -> bytes | None:
+    # RFC 9110 §5.5: whitespace around a field value is not part of it.
+    return value.strip(b" \t") or None

@@ -6,6 +6,11 @@ One layer instead of five: one `send` wrapper and one try/finally per request in
 of each (measured by the template's `make bench`). Each concern stays
 in a module of its own in this package; this one only puts them in order.
 
+A client that goes away before its answer (a dropped upload: Starlette's ClientDisconnect) is not
+an error of the service: it is logged at info level and counted as 499, nginx's status for it, so
+that nobody can raise the 5xx rate and wake the on-call by dropping uploads (#40). Nothing is sent:
+there is nobody to read it.
+
 An unhandled exception is answered here, not by Starlette's outermost ServerErrorMiddleware:
 there it would get neither the headers nor the request id, the access log and metrics would miss
 it, and the server would print the re-raised exception as a plain-text traceback.
@@ -14,6 +19,7 @@ it, and the server would print the re-raised exception as a plain-text traceback
 import time
 
 import structlog
+from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from structlog.contextvars import bind_contextvars, reset_contextvars
 
@@ -24,6 +30,8 @@ from .request_metrics import RequestMetrics
 from .security_headers import security_headers
 
 logger = structlog.get_logger(__name__)
+# Recorded for a request whose client left before its answer began (nginx's "client closed").
+CLIENT_CLOSED = 499
 
 
 class EdgeMiddleware:
@@ -66,6 +74,9 @@ class EdgeMiddleware:
         start = time.perf_counter()
         try:
             await self.app(scope, receive, edge_send)
+        except ClientDisconnect:
+            logger.info("client_disconnected", response_started=bool(status))
+            status = status or CLIENT_CLOSED
         except Exception:
             logger.exception("unhandled_error", response_started=bool(status))
             if not status:
