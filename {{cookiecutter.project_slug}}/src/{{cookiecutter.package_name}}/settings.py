@@ -278,8 +278,9 @@ class Settings(EnvironmentThenSecretFiles):
         4096,
         ge=0,
         le=1_000_000,
-        description="Verified tokens kept until their exp, so a repeated token skips the "
-        "signature check; 0 = off.",
+        description="Verified tokens kept until their exp (JWKS_REFRESH_SECONDS at most, and "
+        "only while the issuer publishes their key), so a repeated token skips the signature "
+        "check; 0 = off.",
     )
     jwks_refresh_seconds: float = Field(
         600, ge=10, le=86_400, description="Seconds between background refreshes of the JWKS."

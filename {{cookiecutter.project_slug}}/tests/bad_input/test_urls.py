@@ -32,6 +32,17 @@ HOSTILE = {
     "collection-trailing-slash-evil-host": Hostile(
         "GET", BASE + "/", 404, headers={"host": "evil.example"}, detail_says="Not Found"
     ),
+    # An encoded slash is not another spelling of a row's URL (#40): a proxy rule on /items/*
+    # would not see it.
+    "encoded-slash": Hostile(
+        "GET", BASE + "%2F{id}", 404, headers={}, detail_says="Not Found"
+    ),
+    "delete-encoded-slash-lower-case": Hostile(
+        "DELETE", BASE + "%2f{id}", 404, headers={}, detail_says="Not Found"
+    ),
+    "patch-encoded-slash": Hostile(
+        "PATCH", BASE + "%2F{id}", 404, json_change(), detail_says="Not Found"
+    ),
     # Ids in the path.
     "id-negative": get(BASE + "/-1", names_field=ID_FIELD),
     "id-zero": get(BASE + "/0", names_field=ID_FIELD),

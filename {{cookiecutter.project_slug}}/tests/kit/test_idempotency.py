@@ -112,6 +112,16 @@ async def test_a_malformed_or_over_long_key_is_400_naming_the_header(
     assert await count_rows(database_url) == before
 
 
+async def test_whitespace_around_a_key_is_not_part_of_it(client: httpx.AsyncClient) -> None:
+    # RFC 9110 §5.5 (#40: a trailing space was a 400): "k  " and "k" are one key.
+    key, body = fresh_key(), new_body()
+    first = await client.post(BASE, json=body, headers={HEADER: key + "   "})
+    retry = await client.post(BASE, json=body, headers={HEADER: "\t" + key})
+    assert first.status_code == 201, first.text
+    assert retry.headers.get(REPLAYED) == "true"
+    assert retry.json() == first.json()
+
+
 async def test_a_key_of_255_visible_characters_is_accepted(client: httpx.AsyncClient) -> None:
     key = (fresh_key() + "!~" * 200)[:255]
     response = await client.post(BASE, json=new_body(), headers={HEADER: key})

@@ -11,6 +11,7 @@ from {{ cookiecutter.package_name }}.observability.metrics import Metrics
 from {{ cookiecutter.package_name }}.serving.middleware.rate_limit import (
     RateLimitMiddleware,
     TokenBuckets,
+    address_identity,
 )
 
 
@@ -169,3 +170,21 @@ async def test_other_scopes_pass_straight_through() -> None:
     for _ in range(3):
         await app({"type": "lifespan"}, receive, send)
     assert inner.reached == 3
+
+
+@pytest.mark.parametrize(
+    ("address", "prefix", "identity"),
+    [
+        ("203.0.113.7", 64, "203.0.113.7"),
+        ("2001:db8:1:2:aaaa:bbbb:cccc:dddd", 64, "2001:db8:1:2::/64"),
+        ("2001:db8:1:2::1", 56, "2001:db8:1::/56"),
+        ("2001:db8::1", 128, "2001:db8::1/128"),
+        ("::ffff:198.51.100.7", 64, "198.51.100.7"),
+        ("fe80::1%eth0", 64, "fe80::/64"),
+        ("not-an-address:x", 64, "not-an-address:x"),
+    ],
+)
+def test_a_client_address_is_keyed_by_ipv4_address_or_ipv6_network(
+    address: str, prefix: int, identity: str
+) -> None:
+    assert address_identity(address, prefix) == identity
