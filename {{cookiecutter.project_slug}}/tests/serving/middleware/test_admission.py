@@ -4,7 +4,8 @@ import asyncio
 
 import httpx
 import pytest
-from starlette.types import Receive, Scope, Send
+from starlette.requests import ClientDisconnect
+from starlette.types import Message, Receive, Scope, Send
 
 from {{ cookiecutter.package_name }}.observability.metrics import Metrics
 from {{ cookiecutter.package_name }}.serving.middleware.admission import AdmissionMiddleware
@@ -84,3 +85,56 @@ async def test_a_request_that_fails_gives_its_place_back() -> None:
         response = await http.get("/items")
     assert response.status_code == 200
     assert _sample(metrics, "http_requests_in_flight") == 0
+
+
+async def test_a_request_waiting_for_its_body_holds_no_place() -> None:
+    inner, metrics = _HeldApp(), Metrics()
+    inner.release.set()
+    app = AdmissionMiddleware(inner, limit=1, metrics=metrics)
+    body_sent = asyncio.Event()
+    sent: list[Message] = []
+
+    async def slow_body() -> Message:
+        await body_sent.wait()  # the client has sent its head, not its body
+        return {"type": "http.request", "body": b"{}", "more_body": False}
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    scope: Scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/items",
+        "headers": [(b"content-length", b"2")],
+    }
+    waiting = asyncio.create_task(app(scope, slow_body, send))
+    async with _client(app) as http:
+        served = await asyncio.wait_for(http.get("/items"), timeout=1)  # the one place is free
+        assert served.status_code == 200
+        assert inner.reached == 1
+        body_sent.set()
+        await asyncio.wait_for(waiting, timeout=1)
+    assert inner.reached == 2  # then the waiting request is served, its body read again
+    assert sent[0]["status"] == 200
+    assert _sample(metrics, "http_requests_in_flight") == 0
+
+
+async def test_a_client_gone_before_its_body_never_reaches_the_app() -> None:
+    inner = _HeldApp()
+    app = AdmissionMiddleware(inner, limit=1, metrics=Metrics())
+
+    async def gone() -> Message:
+        return {"type": "http.disconnect"}
+
+    async def send(message: Message) -> None:
+        raise AssertionError("nothing is sent to a client that is gone")
+
+    scope: Scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/items",
+        "headers": [(b"transfer-encoding", b"chunked")],
+    }
+    with pytest.raises(ClientDisconnect):
+        await app(scope, gone, send)
+    assert inner.reached == 0

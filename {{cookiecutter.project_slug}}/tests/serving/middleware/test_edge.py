@@ -7,6 +7,7 @@ from typing import Any
 import httpx
 import pytest
 from fastapi import FastAPI
+from starlette.requests import Request
 from starlette.types import Message, Receive, Scope, Send
 
 from {{ cookiecutter.package_name }}.db import Database
@@ -129,3 +130,33 @@ async def test_an_unhandled_error_in_a_route_gets_the_same_answer(
     assert len(response.headers["x-request-id"]) == 32  # a client's id is not trusted by default
     assert response.headers["content-security-policy"].startswith("default-src 'none'")
     assert response.json()["detail"] == "An unexpected error occurred."
+
+
+async def _reads_its_body(scope: Scope, receive: Receive, send: Send) -> None:
+    await Request(scope, receive).body()  # raises ClientDisconnect: the client is gone
+    await _hello(scope, receive, send)
+
+
+async def test_a_client_gone_before_its_answer_is_a_499_at_info_level_not_an_error(
+    metrics: Metrics, logged: list[MutableMapping[str, Any]]
+) -> None:
+    sent: list[Message] = []
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    async def gone() -> Message:
+        return {"type": "http.disconnect"}
+
+    edge = EdgeMiddleware(_reads_its_body, metrics=RequestMetrics(metrics), access_log=AccessLog())
+    scope: Scope = {"type": "http", "method": "POST", "path": "/", "headers": [], "client": None}
+    await edge(scope, gone, send)
+    assert sent == []  # nobody to answer
+    assert [event["event"] for event in logged].count("unhandled_error") == 0
+    (disconnected,) = [event for event in logged if event["event"] == "client_disconnected"]
+    assert disconnected["log_level"] == "info"
+    access = [event for event in logged if event["event"] == "request"]
+    assert [event["status"] for event in access] == [499]
+    labels = {"method": "POST", "route": "<unmatched>"}
+    assert metrics.registry.get_sample_value("http_requests_total", {**labels, "status": "499"})
+    assert not metrics.registry.get_sample_value("http_requests_total", {**labels, "status": "500"})
