@@ -166,3 +166,55 @@ async def test_connections_reset_after_a_request_are_let_go_at_once(settings: Se
         del protocol, transport
     gc.collect()
     assert [ref for ref in alive if ref() is not None] == []
+
+
+def test_a_cycle_attribute_uvicorn_no_longer_sets_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    names = (*uvicorn_internals.CYCLE_ATTRIBUTES, "attribute_of_a_future_uvicorn")
+    monkeypatch.setattr(uvicorn_internals, "CYCLE_ATTRIBUTES", names)
+    assert uvicorn_internals.protocol_problems() == [
+        "RequestResponseCycle sets no attribute_of_a_future_uvicorn"
+    ]
+
+
+POST_HEAD = b"POST /things HTTP/1.1\r\nHost: test\r\nContent-Length: 2\r\n\r\n"
+
+
+async def test_a_body_that_comes_with_its_head_arms_no_deadline(settings: Settings) -> None:
+    protocol = _protocol(settings)
+    transport = _Transport()
+    protocol.connection_made(transport)
+    protocol.data_received(POST_HEAD + b"{}")
+    assert protocol._body_timer is None
+    await _answered(transport)
+
+
+async def test_a_body_past_its_deadline_gets_408_and_the_app_sees_the_client_gone(
+    settings: Settings,
+) -> None:
+    protocol = _protocol(settings.model_copy(update={"timeout_request_body": 7}))
+    transport = _Transport()
+    protocol.connection_made(transport)
+    protocol.data_received(POST_HEAD + b"{")  # half of the body
+    timer = protocol._body_timer
+    assert timer is not None
+    assert timer.when() - asyncio.get_running_loop().time() == pytest.approx(7, abs=0.5)
+    protocol._body_timed_out()  # what the loop runs at the deadline, run now: no wall clock
+    assert transport.written.startswith(b"HTTP/1.1 408 ")
+    assert b"application/problem+json" in transport.written
+    assert b'"timeout_seconds":7' in transport.written
+    assert transport.closed
+    assert protocol.cycle.disconnected  # the app's receive() now returns http.disconnect
+    protocol.data_received(b"}")  # what still comes is not read
+    assert transport.written.count(b"HTTP/1.1") == 1
+
+
+async def test_a_body_that_arrives_in_time_cancels_its_deadline(settings: Settings) -> None:
+    protocol = _protocol(settings)
+    transport = _Transport()
+    protocol.connection_made(transport)
+    protocol.data_received(POST_HEAD + b"{")
+    timer = protocol._body_timer
+    protocol.data_received(b"}")
+    assert timer is not None and timer.cancelled()
+    assert protocol._body_timer is None
+    await _answered(transport)
