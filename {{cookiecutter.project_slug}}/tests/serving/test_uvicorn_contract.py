@@ -215,6 +215,7 @@ async def test_a_body_that_arrives_in_time_cancels_its_deadline(settings: Settin
     protocol.data_received(POST_HEAD + b"{")
     timer = protocol._body_timer
     protocol.data_received(b"}")
-    assert timer is not None and timer.cancelled()
+    assert timer is not None
+    assert timer.cancelled()
     assert protocol._body_timer is None
     await _answered(transport)
