@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from .baking import GIT, VENV_BIN, bake, git, run, tool_env
+from .baking import GIT, VENV_BIN, bake, git, tool_env
 
 # A resource with a filter and a sort order: its walk lists filtered and sorted, by cursor.
 ORDER = (
@@ -29,7 +29,15 @@ NO_NODE = "node not found: the TypeScript SDK is neither generated nor type-chec
 
 
 def _make(project: Path, *args: str, venv: Path = VENV_BIN.parent, **env: str) -> str:
-    done = run(project, "make", *args, f"VENV={venv}", **env)
+    done = subprocess.run(
+        ["make", *args, f"VENV={venv}"],
+        cwd=project,
+        env=tool_env(project, **env),
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
     assert done.returncode == 0, f"make {args}:\n{done.stdout[-4000:]}{done.stderr[-4000:]}"
     return done.stdout
 
@@ -88,9 +96,8 @@ def _api_diff_job(project: Path, base: str) -> subprocess.CompletedProcess[str]:
     )
     job = workflow["jobs"]["api-diff"]
     assert job["if"] == "github.event_name == 'pull_request'"
-    script = "set -e\n" + "\n".join(
-        step["run"].replace("${{ github.base_ref }}", base) for step in job["steps"] if "run" in step
-    )
+    runs = [step["run"] for step in job["steps"] if "run" in step]
+    script = "set -e\n" + "\n".join(run.replace("${{ github.base_ref }}", base) for run in runs)
     return subprocess.run(
         ["bash", "-c", script],
         cwd=project,
