@@ -44,6 +44,9 @@ WRITTEN = {
     "k6-summary.json": "make k6",
     "uv.lock": "make install with uv, or a bake with lock_dependencies=yes",
     ".cruft.json": "cruft create or cruft link (docs/upgrading.md)",
+    "clients/python": "make client",
+    "clients/python/": "make client",
+    "clients/typescript/": "make client",
 }
 _SKIPPED_FOLDERS = {"__pycache__", "node_modules", "build", "dist"}
 _COMMENTED = {".toml", ".yaml", ".yml", ".ini", ".js"}
