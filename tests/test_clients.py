@@ -89,12 +89,28 @@ def test_a_bake_and_a_resource_added_generate_both_clients_which_walk_the_servic
     assert "not type-checked" not in output
 
 
-def _api_diff_job(project: Path, base: str) -> subprocess.CompletedProcess[str]:
-    """The generated CI's api-diff job, its `run` steps in order, as on a pull request to `base`."""
+def _workflow(project: Path) -> dict[str, Any]:
     workflow: dict[str, Any] = yaml.safe_load(
         (project / ".github" / "workflows" / "ci.yml").read_text()
     )
-    job = workflow["jobs"]["api-diff"]
+    return workflow
+
+
+def test_ci_builds_both_clients_on_every_change_and_keeps_them_as_artifacts(
+    project: Path,
+) -> None:
+    job = _workflow(project)["jobs"]["clients"]
+    assert "if" not in job
+    runs = [step["run"] for step in job["steps"] if "run" in step]
+    assert runs == ["make install UV_SYNC_FLAGS=--locked", "make client", "make client-check"]
+    (upload,) = [step for step in job["steps"] if "upload-artifact" in step.get("uses", "")]
+    assert upload["with"]["path"].split() == ["clients/python/", "clients/typescript/"]
+    assert job["services"]["postgres"]["image"].startswith("postgres:")
+
+
+def _api_diff_job(project: Path, base: str) -> subprocess.CompletedProcess[str]:
+    """The generated CI's api-diff job, its `run` steps in order, as on a pull request to `base`."""
+    job = _workflow(project)["jobs"]["api-diff"]
     assert job["if"] == "github.event_name == 'pull_request'"
     runs = [step["run"] for step in job["steps"] if "run" in step]
     script = "set -e\n" + "\n".join(run.replace("${{ github.base_ref }}", base) for run in runs)
