@@ -3,6 +3,7 @@
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 SLUG = "{{ cookiecutter.project_slug }}"
 RESOURCE = "{{ cookiecutter.resource }}"
@@ -66,6 +67,9 @@ def main() -> int:
     print(f"Baked {SLUG} ({status}). Next steps:")
     print(f"  cd {SLUG}")
     print("  make install   # virtualenv with the service and its dev tools")
+    if not Path("openapi.json").is_file():
+        # Written from the app by the generator when this Python has the service's dependencies.
+        print("  make openapi   # openapi.json from the app's document (commit it)")
     print("  make dev       # throwaway PostgreSQL, migrations, server with reload on :8000")
     print("  make test      # the test suite on a real PostgreSQL")
     return 0
