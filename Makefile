@@ -9,7 +9,7 @@ help: ## Show the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-13s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 $(VENV)/.installed: requirements.txt
-	python3 -m venv $(VENV)
+	python3 -m venv --upgrade-deps $(VENV)
 	$(BIN)/pip install -q uv
 	$(BIN)/uv pip install -q --python $(BIN)/python -r requirements.txt
 	$(BIN)/pip install -q --ignore-requires-python helm-sdkpy
