@@ -109,7 +109,7 @@ def _install_and_serve(project: Path) -> None:
 def folder() -> Iterator[Path]:
     # Outside pytest's temporary root, which a concurrent pytest session may reset to 0700: the
     # throwaway PostgreSQL of `make dev` runs as a user of its own, which must reach its data.
-    path = Path(tempfile.mkdtemp(prefix="pip-install-"))
+    path = Path(tempfile.mkdtemp(prefix="pip-path-bake-"))
     yield path
     shutil.rmtree(path, ignore_errors=True)
 
