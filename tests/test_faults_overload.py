@@ -4,7 +4,6 @@ memory stays flat. Recorded in docs/reliability.md."""
 
 import csv
 import io
-import shutil
 import subprocess
 import threading
 from collections import Counter
@@ -47,7 +46,7 @@ class _RssSampler(threading.Thread):
             self.peak = max(self.peak, self.process.memory_info().rss)
 
 
-@pytest.mark.skipif(shutil.which("hey") is None, reason="hey (the load generator) is not installed")
+@pytest.mark.needs("hey")
 def test_overload_at_5x_the_in_flight_limit_is_shed_with_fast_503s(
     serve: Callable[..., Served], figures: Figures
 ) -> None:
