@@ -32,15 +32,15 @@ TOOLS = {
     tool.name: tool
     for tool in (
         Tool("wrk", "wrk", ("wrk",), "the bench, the perf gate, the knee test's cross-check"),
-        Tool("hey", "hey", ("hey",), "the overload test (5x the in-flight limit)"),
+        Tool("hey", "hey", ("hey",), "the overload test, at 5x the in-flight limit"),
         Tool("pgbouncer", "pgbouncer", ("pgbouncer",), "the service behind PgBouncer"),
         Tool(
             "valgrind",
             "valgrind",
             ("valgrind", "callgrind_control"),
-            "bench.instructions (instructions per request)",
+            "bench.instructions, instructions per request",
         ),
-        Tool("buildah", "buildah", ("buildah",), "the image built and run (also needs root)"),
+        Tool("buildah", "buildah", ("buildah",), "the image built and run, as root"),
         Tool("debootstrap", "debootstrap", ("debootstrap",), "the image's stand-in base"),
     )
 }
@@ -117,9 +117,10 @@ def main(argv: list[str] | None = None) -> int:
         absent = missing()
     if absent:
         names = ", ".join(f"{tool.name} ({tool.used_by})" for tool in absent)
+        consequence = "the suite needs them all" if args.require else "their tests will skip"
         print(
-            f"native tools missing, the tests that drive them will skip: {names}; "
-            f"to run them, as root: {install_command(absent)}",
+            f"native tools missing, {consequence}: {names}; "
+            f"to install them, as root: {install_command(absent)}",
             file=sys.stderr,
         )
         return 1 if args.require else 0
