@@ -103,12 +103,16 @@ def test_overload_at_5x_the_in_flight_limit_is_shed_with_fast_503s(
     assert set(statuses) <= {200, 503}, statuses
     assert admitted, "nothing was admitted"
     assert shed, "nothing was shed: the load did not exceed the limit"
-    # A refusal is answered in milliseconds: nothing but the admission check runs for it. One core
-    # both serves and refuses, so tails stretch; but in fractions of a second, not the seconds a
-    # queue would add, and no worse at the end of the burst than at its start.
-    assert percentile(shed, 0.5) < 0.05
-    assert percentile(shed, 0.99) < 0.5
-    assert percentile(admitted, 0.99) < 0.5
+    # Held to what this host showed, not to fixed figures (issue #38). A refusal waits for nothing
+    # but the loop's turn to read it, so it is answered sooner than an admitted request. An admitted
+    # one then waits for at most `limit` requests in flight: limit / throughput on average (Little's
+    # law), where a queue holding the whole load would make it 5x that. And no worse at the end of
+    # the burst than at its start.
+    in_flight_wait = limit / (len(admitted) / seconds)
+    assert percentile(shed, 0.5) < percentile(admitted, 0.5)
+    assert percentile(shed, 0.99) <= percentile(admitted, 0.99)
+    assert percentile(admitted, 0.5) < percentile(shed, 0.5) + 2 * in_flight_wait
+    assert percentile(admitted, 0.99) < percentile(shed, 0.99) + 5 * in_flight_wait
     assert halves[1] < 2 * halves[0] + 0.05
     assert sampler.peak - rss_before < 64 * 2**20
     assert [response.status_code for response in after] == [200] * 200
