@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(CURDIR)/$(VENV)/bin
 export PATH := $(BIN):$(PATH)
 
-.PHONY: help install demo lint test bench bench-instructions bench-keyset bench-compare
+.PHONY: help install native-tools demo lint test bench bench-instructions bench-keyset bench-compare
 
 help: ## Show the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-13s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -45,5 +45,8 @@ lint: install ## Lint and type-check the template's own Python (tests/, bench/, 
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-test: lint ## Lint, then run the template's tests: bake variants, lint them, run their suites on PostgreSQL
+native-tools: ## Install the native tools the tests drive (wrk, hey, ...: tests/native_tools.py) as root with apt-get; elsewhere, list what will skip
+	python3 -m tests.native_tools install
+
+test: lint native-tools ## Lint, then run the template's tests: bake variants, lint them, run their suites on PostgreSQL
 	$(BIN)/pytest tests
