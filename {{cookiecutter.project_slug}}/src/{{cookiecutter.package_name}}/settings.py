@@ -168,6 +168,11 @@ class Settings(EnvironmentThenSecretFiles):
     access_log_sample: float = Field(
         1.0, ge=0, le=1, description="Fraction of successful requests logged when ACCESS_LOG=all."
     )
+    profiling: bool = Field(
+        False,
+        description="A request with ?profile=1 gets pyinstrument's HTML profile of itself instead "
+        "of its answer (dev extra); refused when APP_ENV=prod.",
+    )
 
     secrets_dir: Path = Field(
         Path(SECRETS_DIR),
@@ -345,6 +350,9 @@ class Settings(EnvironmentThenSecretFiles):
             )
         if self.database_url is None and self.app_env != "dev":
             raise ValueError("DATABASE_URL is required unless APP_ENV=dev")
+        if self.profiling and self.app_env == "prod":
+            # Anyone could make any request run under the profiler and read the service's code.
+            raise ValueError("PROFILING=true is refused when APP_ENV=prod")
 {%- if cookiecutter.auth == "api_key" %}
         if not self.api_key_hashes and self.app_env != "dev":
             raise ValueError("API_KEY_HASHES is required unless APP_ENV=dev")

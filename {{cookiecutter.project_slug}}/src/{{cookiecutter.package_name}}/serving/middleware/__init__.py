@@ -21,6 +21,7 @@ from .edge.access_log import AccessLog
 from .edge.request_id import TrustedPeers
 from .edge.request_metrics import RequestMetrics
 from .head import HeadAsGetMiddleware
+from .profiling import ProfilingMiddleware
 from .rate_limit import RateLimitMiddleware
 
 if TYPE_CHECKING:
@@ -93,7 +94,10 @@ def middleware_stack(
         if settings.rate_limit_rps
         else []
     )
+    # PROFILING=true (never in production, settings.py): outermost, so a profile covers every layer.
+    profiling = [Middleware(ProfilingMiddleware)] if settings.profiling else []
     return [
+        *profiling,
         *(tracing.middleware([*PROBE_PATHS, METRICS_PATH]) if tracing is not None else []),
         Middleware(
             EdgeMiddleware, metrics=RequestMetrics(metrics), access_log=access_log, trusted=trusted
