@@ -30,7 +30,8 @@ from bench.driver import LOAD_CORE, drive, machine, migrate, service_command, st
 from bench.workloads import Workloads
 from tests.baking import bake, load_dev_module
 
-# The first sortable field is what items.filtered sorts by (loadtest/declared.py filtered_query).
+# The first sortable field is what items.filtered sorts by (filtered_query in
+# loadtest/plan/declared.py).
 FIELDS = (
     "paid_at:timestamp?:filter:sort name:str(200):filter:sort"
     " kind:enum(retail|wholesale|internal):filter:sort price_cents:money:filter:sort"
@@ -191,7 +192,7 @@ async def _seed(url: str, statement: str, table: str, rows: int) -> None:
 async def _run(project: Path, url: str, args: argparse.Namespace) -> list[dict[str, Any]]:
     sys.path[:0] = [str(project), str(project / "src")]
     (package,) = [path.parent.name for path in (project / "src").glob("*/__init__.py")]
-    seed_rows = importlib.import_module("loadtest.declared").seed_rows
+    seed_rows = importlib.import_module("loadtest.plan.declared").seed_rows
     keyset = importlib.import_module(f"{package}.kit.keyset")
     list_query = importlib.import_module(f"{package}.kit").list_query
     RESOURCES = importlib.import_module(f"{package}.serving.resources").RESOURCES

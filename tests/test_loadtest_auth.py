@@ -151,7 +151,7 @@ def test_wrk_sends_the_key_on_every_request_of_a_mix_with_bodies(
     scenarios, wrk = (load_loadtest(project, name) for name in ("scenarios", "wrk"))
     if not wrk.available():
         pytest.skip("wrk is not installed")
-    seeder = load_loadtest(project, "service")
+    seeder = load_loadtest(project, "drive.service")
     ids = seeder.seed_over_http(served.url, 50, {"X-API-Key": KEY}, ["items"])["items"]
     lua = wrk.script(scenarios.SCENARIOS["items.mixed"], low=min(ids), high=max(ids))
     figures = wrk.run(served.url, lua, connections=2, seconds=1, headers={"X-API-Key": KEY})

@@ -28,9 +28,9 @@ from devdb import ThrowawayPostgres, free_port
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
 {%- if cookiecutter.auth == "jwt" %}
-from loadtest.issuer import Issuer
+from loadtest.drive.issuer import Issuer
 {%- endif %}
-from loadtest.service import wait_until_healthy
+from loadtest.drive.service import wait_until_healthy
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from {{ cookiecutter.package_name }}.db import Database

@@ -8,7 +8,7 @@ from typing import Any
 import asyncpg
 import pytest
 import structlog
-from loadtest.declared import seed_rows
+from loadtest.plan.declared import seed_rows
 from pydantic import SecretStr
 
 from {{ cookiecutter.package_name }}.kit import ProblemError, Resource, cursor_key, keyset, list_query
