@@ -10,7 +10,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -86,10 +86,12 @@ def started(
     pin: bool,
     settings: Mapping[str, str],
     source: Path = project.ROOT / "src",
+    wrapper: Sequence[str] = (),
 ) -> Iterator[Target]:
     """`python -m <package>` from `source` (the regression gate serves another revision's src/):
     one worker, pinned to core 0 when the machine has two cores or more, with `settings` over the
-    environment's (loadtest/drive/credentials.py: the ones its auth needs).
+    environment's (loadtest/drive/credentials.py: the ones its auth needs). `wrapper` is a command
+    that starts the server as its own child (`make profile`'s py-spy): the Target is that child.
 
     The service's admission limits (connections and requests in flight) are raised above the
     sweep so that the sweep and the search measure the service, not the limits; the capacity
@@ -116,15 +118,21 @@ def started(
         "PYTHONPATH": os.pathsep.join(filter(None, [str(source), os.environ.get("PYTHONPATH")])),
         **settings,
     }
-    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL)
+    process = subprocess.Popen([*wrapper, *command], env=env, stdout=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
+    server: psutil.Process | None = None
     try:
         wait_until_healthy(url, process)
-        yield Target(url, process.pid, pinned, f"http://127.0.0.1:{metrics_port}")
+        # taskset execs the server: the wrapper's one child is the server itself.
+        server = psutil.Process(process.pid).children()[0] if wrapper else None
+        pid = server.pid if server is not None else process.pid
+        yield Target(url, pid, pinned, f"http://127.0.0.1:{metrics_port}")
     finally:
-        process.terminate()
+        # The wrapper finishes its work (py-spy writes its recording) when its child has exited.
+        with contextlib.suppress(psutil.Error):
+            (server or process).terminate()
         try:
-            process.wait(timeout=30)
+            process.wait(timeout=60)
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()

@@ -13,7 +13,11 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m loadtest.profile", description=__doc__)
     parser.add_argument("--budget", type=Path, default=project.BUDGET, help="budget file (TOML)")
     parser.add_argument("--results", type=Path, default=project.RESULTS, help="results folder")
-    parser.add_argument("--scenarios", help="comma-separated scenarios (default: every one)")
+    parser.add_argument(
+        "--scenarios",
+        type=lambda value: [name for name in value.split(",") if name],
+        help="comma-separated scenarios (default: every one the budget judges)",
+    )
     parser.add_argument(
         "--rate",
         type=float,

@@ -55,10 +55,12 @@ def render(stacks: Counter[tuple[str, ...]], title: str) -> str:
             return
         y = height - (level + 1) * ROW
         share = 100 * node.count / root.count
-        label = name if len(name) * CHAR < width - 4 else name[: max(0, int((width - 4) / CHAR) - 2)]
+        label = (
+            name if len(name) * CHAR < width - 4 else name[: max(0, int((width - 4) / CHAR) - 2)]
+        )
         text = f'<text x="{x + 2:.1f}" y="{y + ROW - 4}">{escape(label)}</text>' if label else ""
         boxes.append(
-            f'<g><title>{escape(name)}: {node.count} samples, {share:.2f} %</title>'
+            f"<g><title>{escape(name)}: {node.count} samples, {share:.2f} %</title>"
             f'<rect x="{x:.1f}" y="{y}" width="{width:.1f}" height="{ROW - 1}" '
             f'fill="{_colour(name)}"/>{text}</g>'
         )

@@ -52,9 +52,11 @@ _PACKAGES = {
     "orjson": ORJSON,
     "structlog": OBSERVABILITY,
     "prometheus_client": OBSERVABILITY,
-    "asyncio": LOOP,
     "uvloop": LOOP,
 }
+# The loop's own frames: where it waits in epoll (or runs uvloop's C code). The rest of asyncio
+# (tasks, locks, futures) is work done for a request, counted as "other".
+_LOOP_FILES = ("asyncio/runners.py", "asyncio/base_events.py", "selectors.py")
 _SERVICE_FOLDERS = {"kit": KIT, "serving": SERVING, "observability": OBSERVABILITY}
 
 
@@ -81,7 +83,10 @@ class Attribution:
 
 def layer_of(file: str, package: str) -> str:
     """The layer a source file belongs to, for the service whose import package is `package`."""
-    parts = file.replace("\\", "/").split("/")
+    file = file.replace("\\", "/")
+    if file.endswith(_LOOP_FILES):
+        return LOOP
+    parts = file.split("/")
     if package in parts:
         inside = parts[parts.index(package) + 1 :]
         if len(inside) == 1:
@@ -151,7 +156,9 @@ def load(path: Path) -> dict[str, Any]:
     return data
 
 
-def trimmed(speedscope: dict[str, Any], thread_id: int, start_s: float, end_s: float) -> dict[str, Any]:
+def trimmed(
+    speedscope: dict[str, Any], thread_id: int, start_s: float, end_s: float
+) -> dict[str, Any]:
     """The recording with only the server's main thread over the measured window (the file a
     user opens in speedscope)."""
     profiles = []

@@ -17,7 +17,6 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from .. import project
 from ..drive import Engine, credentials, service
@@ -41,7 +40,7 @@ TRACING_REFUSED = (
 
 @dataclass(frozen=True)
 class Options:
-    scenarios: str | None
+    scenarios: list[str] | None
     rate: float | None
     seconds: float
     results: Path
@@ -112,7 +111,9 @@ def profile_scenario(
         if target.pid is None:
             raise RuntimeError("the server's process was not found under py-spy")
         resource = resource_of(name)
-        ids = service.seed_ids(database_url, target.url, budget.sweep.seed_rows, headers, [resource])
+        ids = service.seed_ids(
+            database_url, target.url, budget.sweep.seed_rows, headers, [resource]
+        )
         client_cores = service.cores()
         engine = stack.enter_context(
             Engine(
