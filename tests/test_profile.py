@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from scripts.profile_example import COSTLY, add_costly_function
+
 from .baking import bake, run
 from .serving import migrated_database
 
 pytestmark = pytest.mark.slow
-COSTLY = "_a_deliberately_costly_function"
-ROUTES = Path("src/inventory_service/items/routes.py")
 
 
 @pytest.fixture(scope="module")
@@ -23,26 +23,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A default bake whose get_item spends some 10 ms in a function of its own: at 150 requests/s
     the server is busy all the time, whatever the host's speed."""
     project = bake(tmp_path_factory.mktemp("profile"))
-    routes = project / ROUTES
-    source = routes.read_text()
-    costly = (
-        f"\n\ndef {COSTLY}() -> int:\n"
-        "    total = 0\n"
-        "    for number in range(300_000):\n"
-        "        total += number % 7\n"
-        "    return total\n"
-    )
-    source = source.replace("\n\n@router.post(", costly + "\n\n@router.post(", 1)
-    source = source.replace(
-        "    async with database.connection() as connection:\n"
-        "        record = await repository.get_item(connection, item_id=item_id)\n",
-        f"    {COSTLY}()\n"
-        "    async with database.connection() as connection:\n"
-        "        record = await repository.get_item(connection, item_id=item_id)\n",
-        1,
-    )
-    assert source.count(COSTLY) == 2, "the bake's get_item changed: update this test"
-    routes.write_text(source)
+    add_costly_function(project, 300_000)
     return project
 
 

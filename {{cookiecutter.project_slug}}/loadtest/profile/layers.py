@@ -77,7 +77,8 @@ class Attribution:
     samples: int
     seconds: float
     layers: dict[str, float]  # percent of the samples, every layer of LAYERS
-    functions: list[tuple[str, str, float]]  # (function, layer, percent), most own time first
+    # (function, layer, percent), most own time first; the loop waiting is not one of them
+    functions: list[tuple[str, str, float]]
     stacks: Counter[tuple[str, ...]]  # folded stacks (outermost first) for the flame graph
 
 
@@ -143,10 +144,12 @@ def attribute(
         samples=total,
         seconds=round(total * interval, 2),
         layers={layer: 100 * layers[layer] / total for layer in LAYERS},
+        # The loop's waiting frame is no function doing work: its share is the layer's row.
         functions=[
-            (frame.label, layer_of(frame.file, package), 100 * count / total)
-            for frame, count in own.most_common(top)
-        ],
+            (frame.label, layer, 100 * count / total)
+            for frame, count in own.most_common()
+            if (layer := layer_of(frame.file, package)) != LOOP
+        ][:top],
         stacks=stacks,
     )
 

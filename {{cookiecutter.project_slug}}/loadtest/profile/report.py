@@ -59,7 +59,8 @@ def document(sections: list[Profiled], command: str) -> str:
             f"Written by `{command}`: py-spy sampled the server's main thread while each scenario "
             "ran open loop at a fixed rate; a sample counts for the layer of its innermost Python "
             'function (its own time). "The event loop waiting" is the loop\'s own frame: idle in '
-            "epoll, or in uvloop's C code, which py-spy does not see.",
+            "epoll, or in uvloop's C code, which py-spy does not see; it is left out of the functions "
+            "table, which lists work.",
             "",
             *(scenario_section(profiled) for profiled in sections),
         ]
