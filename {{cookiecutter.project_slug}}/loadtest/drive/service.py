@@ -122,7 +122,8 @@ def started(
     url = f"http://127.0.0.1:{port}"
     server: psutil.Process | None = None
     try:
-        wait_until_healthy(url, process)
+        # Under a wrapper (a sampling profiler) the start-up is slower: imports are sampled too.
+        wait_until_healthy(url, process, timeout=180 if wrapper else 30)
         # taskset execs the server: the wrapper's one child is the server itself.
         server = psutil.Process(process.pid).children()[0] if wrapper else None
         pid = server.pid if server is not None else process.pid
