@@ -77,8 +77,8 @@ def _recording(py_spy: str, output: Path) -> list[str]:
         "speedscope",
         "--idle",  # the loop waiting in epoll counts: it is a layer of the report
         "--function",  # one row per function, not per line
-        # Sampled without pausing the server: paused 200 times a second, its start-up took three
-        # times as long and its p99 doubled; a rare torn stack is the price.
+        # Sampled without pausing the server: paused 200 times a second, its imports took 33 s
+        # instead of 10 on a busy host (py-spy's sample count); a rare torn stack is the price.
         "--nonblocking",
         "--rate",
         str(SAMPLES_PER_SECOND),
