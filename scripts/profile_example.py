@@ -45,7 +45,11 @@ def add_costly_function(project: Path, iterations: int) -> None:
 def _make(project: Path, *arguments: str) -> str:
     """`make ...` in the bake with the template's environment; what it printed, as printed."""
     result = run(project, "make", *arguments, f"BIN={Path(sys.executable).parent}", timeout=1800)
-    printed = result.stdout + result.stderr
+    # Paths of this run (the template's venv, the temporary bake) as a user's bake has them.
+    printed = (result.stdout + result.stderr).replace(
+        f"{Path(sys.executable).parent}/", ".venv/bin/"
+    )
+    printed = printed.replace(f"{project}/", "")
     if result.returncode not in (0, 1):
         raise RuntimeError(f"make {' '.join(arguments)} failed:\n{printed[-4000:]}")
     return printed.strip()

@@ -60,7 +60,9 @@ def document(sections: list[Profiled], command: str) -> str:
             "ran open loop at a fixed rate; a sample counts for the layer of its innermost Python "
             'function (its own time). "The event loop waiting" is the loop\'s own frame: idle in '
             "epoll, or in uvloop's C code, which py-spy does not see; it is left out of the functions "
-            "table, which lists work.",
+            "table, which lists work. Samples are taken by the clock: a server that other "
+            "processes kept off its core shows where it was stopped, and its CPU figure below "
+            "is then well under its share of work.",
             "",
             *(scenario_section(profiled) for profiled in sections),
         ]

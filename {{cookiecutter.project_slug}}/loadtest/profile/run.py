@@ -133,7 +133,8 @@ def profile_scenario(
         # The engine waits START_DELAY_S for its processes before it measures.
         start = time.monotonic() - launched + START_DELAY_S
         step = engine.run(mix, rate=rate, duration=options.seconds)
-        end = time.monotonic() - launched
+        # The measured window itself: after it the engine waits for the answers still due.
+        end = start + options.seconds
         server_pid = target.pid
     # The server has exited; py-spy wrote its recording as it did.
     if not recording.exists():
