@@ -12,8 +12,8 @@ from .baking import bake, load_dev_module
 from .charting import (
     DIGEST,
     EVERYTHING_ON,
-    chart_of,
     RELEASE,
+    chart_of,
     find,
     merge,
     pod_selectors,
@@ -219,7 +219,9 @@ def test_helm_test_script_passes_on_a_served_service_and_fails_without_one(
 
 # The first resource of issue 42's bake: an enum (whose declared example is None), a unique text,
 # a sort and an optional filtered date.
-ENUM_FIRST = "sku:str(32):unique total:money:sort kind:enum(retail|wholesale)=retail:filter due:date?:filter"
+ENUM_FIRST = (
+    "sku:str(32):unique total:money:sort kind:enum(retail|wholesale)=retail:filter due:date?:filter"
+)
 
 
 def test_helm_test_script_creates_a_row_of_a_first_resource_with_an_enum_field(
