@@ -126,6 +126,14 @@ def _register(root: Path, package: str, plural: str) -> Path:
     return path
 
 
+def _registered(root: Path, package: str) -> list[str]:
+    """The resources listed in RESOURCES of serving/resources.py, in order."""
+    lines = (root / RESOURCES_MODULE.format(package=package)).read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("RESOURCES"))
+    end = next(i for i in range(start, len(lines)) if lines[i].startswith("]"))
+    return [line.strip().rstrip(",") for line in lines[start + 1 : end] if line.strip()]
+
+
 def _unregister(root: Path, package: str, plural: str) -> Path:
     path = root / RESOURCES_MODULE.format(package=package)
     dropped = {f"from ..{plural} import RESOURCE as {plural}", f"{plural},"}
@@ -201,6 +209,12 @@ def remove_resource(root: Path, plural: str) -> list[Path]:
     folder = root / "src" / package / plural
     if not (folder / "routes.py").is_file():
         raise GenerateError(f"no resource {plural!r}: src/{package}/{plural}/routes.py is missing")
+    if _registered(root, package) == [plural]:
+        # The service, its tests and the load test need one resource at least: refused before
+        # anything is touched (docs/adding-a-resource.md, "Removing a resource").
+        raise GenerateError(
+            f"{plural} is the last resource: add the one that replaces it first (make resource)"
+        )
     shutil.rmtree(folder)
     shutil.rmtree(root / "tests" / plural, ignore_errors=True)
     names = Names(plural.removesuffix("s") or plural, plural)
