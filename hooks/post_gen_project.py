@@ -43,6 +43,11 @@ def write_chart_readme() -> None:
     subprocess.run([sys.executable, "deploy/helm/chart_readme.py"], check=True)
 
 
+def write_settings_table() -> None:
+    """The README's settings table is generated from the Settings class (settings_table.py)."""
+    subprocess.run([sys.executable, "settings_table.py"], check=True)
+
+
 def generate_first_resource() -> None:
     """The first resource, rendered by the generator `make resource` runs (scaffold/)."""
     command = [
@@ -62,6 +67,7 @@ def main() -> int:
     generate_first_resource()
     format_sources()
     write_chart_readme()
+    write_settings_table()
     status = lock_dependencies() if LOCK else "lock_dependencies=no: uv.lock not written"
     print(f"Baked {SLUG} ({status}). Next steps:")
     print(f"  cd {SLUG}")
