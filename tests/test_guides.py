@@ -89,7 +89,16 @@ def test_adding_a_guard_as_the_guide_says_keeps_the_suite_green_and_refuses_a_re
     # the kit's, the server's, the settings'); with the guard's own test among them.
     parts = ("tests/items", "tests/kit", "tests/serving", "tests/test_settings.py",
              "tests/test_settings_table.py")  # fmt: skip
-    suite = run(project, *PYTEST, *parts, DATABASE_URL=postgres_url, timeout=1800)
+    # The one machinery test the guide says changes its verdict: a guard of the user's own runs
+    # through solve_dependencies, not the kit's plan.
+    planned = (
+        "tests/kit/test_framework_contract.py::"
+        "test_every_route_of_every_resource_runs_the_fast_handler_and_the_planned_readers"
+    )
+    assert planned.partition("::")[2] in guard
+    suite = run(
+        project, *PYTEST, *parts, "--deselect", planned, DATABASE_URL=postgres_url, timeout=1800
+    )
     assert suite.returncode == 0, suite.stdout[-5000:] + suite.stderr[-2000:]
     assert re.search(r"\b\d{3,} passed", suite.stdout), suite.stdout[-500:]
     guarded = run(project, *PYTEST, "tests/kit/test_tokens.py", DATABASE_URL=postgres_url)
