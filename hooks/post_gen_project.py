@@ -1,8 +1,10 @@
 """Finish the baked project: lock dependencies when uv is present and print the next steps."""
 
+import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 SLUG = "{{ cookiecutter.project_slug }}"
 RESOURCE = "{{ cookiecutter.resource }}"
@@ -11,6 +13,11 @@ FIELDS = """{{ cookiecutter.fields }}"""
 # Typed as str: before rendering the two sides are different literals (mypy: comparison-overlap).
 LOCK_OPTION: str = "{{ cookiecutter.lock_dependencies }}"
 LOCK = LOCK_OPTION == "yes"
+# cruft sets _commit; cookiecutter sets _repo_dir, the template's checkout (its HEAD is the commit).
+CRUFT_COMMIT = "{{ cookiecutter.get('_commit', '') }}"
+REPO_DIR = "{{ cookiecutter.get('_repo_dir', '') }}"
+# Set by `make template-update` (scaffold/upkeep.py) for cruft's two renders of the template.
+UPDATE_ENV = "TEMPLATE_UPDATE"
 
 
 def lock_dependencies() -> str:
@@ -22,6 +29,23 @@ def lock_dependencies() -> str:
         # A lock is a convenience, not a requirement of the bake: say why it is missing.
         return f"uv lock failed, no uv.lock written: {result.stderr.strip().splitlines()[-1:]}"
     return "uv.lock written"
+
+
+def record_template_commit() -> None:
+    """.template-commit: the template commit baked from, for `cruft link --checkout` later."""
+    commit = CRUFT_COMMIT
+    # _repo_dir is as given to cookiecutter: relative to where it ran (PWD), not to this folder.
+    template = Path(os.environ.get("PWD", ""), REPO_DIR) if REPO_DIR else None
+    if not commit and template is not None and (template / "cookiecutter.json").is_file():
+        head = subprocess.run(
+            ["git", "-C", str(template), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        commit = head.stdout.strip() if head.returncode == 0 else ""
+    if commit:
+        Path(".template-commit").write_text(commit + "\n")
 
 
 def format_sources() -> None:
@@ -62,7 +86,13 @@ def main() -> int:
     generate_first_resource()
     format_sources()
     write_chart_readme()
-    status = lock_dependencies() if LOCK else "lock_dependencies=no: uv.lock not written"
+    record_template_commit()
+    if os.environ.get(UPDATE_ENV):
+        # A render for a template update: the project's own uv.lock stays (cruft skips it); a
+        # lock made here would only differ by what was released since the bake.
+        status = "a template update's render: no uv.lock"
+    else:
+        status = lock_dependencies() if LOCK else "lock_dependencies=no: uv.lock not written"
     print(f"Baked {SLUG} ({status}). Next steps:")
     print(f"  cd {SLUG}")
     print("  make install   # virtualenv with the service and its dev tools")

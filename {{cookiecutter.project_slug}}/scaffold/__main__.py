@@ -1,4 +1,5 @@
-"""`python -m scaffold add NAME PLURAL --fields SPEC` and `python -m scaffold remove PLURAL`."""
+"""`python -m scaffold add NAME PLURAL --fields SPEC`, `python -m scaffold remove PLURAL` and
+`python -m scaffold template-update` (make template-update, scaffold/upkeep.py)."""
 
 import argparse
 import sys
@@ -6,6 +7,7 @@ from pathlib import Path
 
 from .generate import GenerateError, add_resource, remove_resource
 from .spec import SpecError
+from .upkeep import template_update
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -18,7 +20,12 @@ def main(argv: list[str] | None = None) -> int:
     add.add_argument("--fields", required=True, help="the field spec (scaffold/spec.py)")
     remove = commands.add_parser("remove", help="remove a resource; its migration drops the table")
     remove.add_argument("plural", help="the resource's plural (items)")
+    commands.add_parser(
+        "template-update", help="take the template's changes; your resources are left alone"
+    )
     arguments = parser.parse_args(argv)
+    if arguments.command == "template-update":
+        return template_update(arguments.root)
     try:
         if arguments.command == "add":
             plural = arguments.plural or f"{arguments.name}s"
