@@ -1,4 +1,5 @@
-"""Finish the baked project: lock dependencies when uv is present and print the next steps."""
+"""Finish the baked project: lock dependencies when uv is present (uv.lock, and its pins for pip
+in requirements.lock.txt) and print the next steps."""
 
 import os
 import shutil
@@ -23,12 +24,28 @@ UPDATE_ENV = "TEMPLATE_UPDATE"
 def lock_dependencies() -> str:
     uv = shutil.which("uv")
     if uv is None:
-        return "uv not found: skipped uv.lock (pip install -e '.[dev]' works without it)"
+        return (
+            "uv not found: no lock written, `make install` takes pyproject.toml's ranges; "
+            "`make lock` with uv writes uv.lock and requirements.lock.txt"
+        )
     result = subprocess.run([uv, "lock", "--quiet"], capture_output=True, text=True, check=False)
     if result.returncode != 0:
         # A lock is a convenience, not a requirement of the bake: say why it is missing.
         return f"uv lock failed, no uv.lock written: {result.stderr.strip().splitlines()[-1:]}"
-    return "uv.lock written"
+    return f"uv.lock written, {export_lock_for_pip()}"
+
+
+def export_lock_for_pip() -> str:
+    """requirements.lock.txt: uv.lock's pins for pip, by the bake's `make pip-lock`, the one
+    place that export is written."""
+    make = shutil.which("make")
+    if make is None:
+        return "make not found: requirements.lock.txt not written (`make pip-lock`)"
+    command = [make, "--no-print-directory", "--silent", "pip-lock"]
+    result = subprocess.run(command, capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        return f"requirements.lock.txt not written: {result.stderr.strip().splitlines()[-1:]}"
+    return "requirements.lock.txt written for pip"
 
 
 def record_template_commit() -> None:
@@ -88,9 +105,9 @@ def main() -> int:
     write_chart_readme()
     record_template_commit()
     if os.environ.get(UPDATE_ENV):
-        # A render for a template update: the project's own uv.lock stays (cruft skips it); a
+        # A render for a template update: the project's own locks stay (cruft skips them); a
         # lock made here would only differ by what was released since the bake.
-        status = "a template update's render: no uv.lock"
+        status = "a template update's render: no lock written"
     else:
         status = lock_dependencies() if LOCK else "lock_dependencies=no: uv.lock not written"
     print(f"Baked {SLUG} ({status}). Next steps:")

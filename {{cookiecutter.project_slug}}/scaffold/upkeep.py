@@ -3,7 +3,8 @@
 cruft re-bakes the template at the project's commit and at the new one and applies the
 difference. The list of what it must not touch, because it is yours, is `[tool.cruft] skip` in
 pyproject.toml (cruft reads it beside .cruft.json's, and unlike .cruft.json, which cruft writes
-after the bake's hook has run, it is there from the bake on): `uv.lock`, your migrations
+after the bake's hook has run, it is there from the bake on): the locks (`uv.lock` and its pip
+export `requirements.lock.txt`), your migrations
 (`migrations/versions`), the resources list, and every resource's folder and tests, which
 `make resource` and `make resource-remove` add and take out here. The machinery's migrations
 (`migrations/machinery/`) are not in it: one the template adds later arrives, on a branch of
@@ -99,12 +100,13 @@ def template_update(root: Path) -> int:
     uv = shutil.which("uv")
     steps: list[tuple[str, ...]] = []
     if not left and (root / "uv.lock").is_file() and uv is not None:
-        steps.append((uv, "lock", "--quiet"))  # pyproject.toml's bounds may have moved
+        # pyproject.toml's bounds may have moved: uv.lock and requirements.lock.txt, one target.
+        steps.append(("make", "--no-print-directory", "lock"))
     steps.append((sys.executable, "deploy/helm/chart_readme.py"))
     failed = [step for step in steps if _run(root, *step) != 0]
     print("\nChanged by the update (staged; review with `git diff --cached`):")
     print(_output(root, "git", "status", "--short") or "  nothing: the project was up to date")
-    print("Left alone (yours, [tool.cruft] skip in pyproject.toml): uv.lock, migrations/versions,")
+    print("Left alone (yours, [tool.cruft] skip in pyproject.toml): the locks, migrations/versions,")
     print("  the resources list and every resource's folder and tests.")
     if left:
         print("Conflicts to resolve by hand, then `make lint test`:", *left, sep="\n  ")
