@@ -106,7 +106,7 @@ def template_update(root: Path) -> int:
     failed = [step for step in steps if _run(root, *step) != 0]
     print("\nChanged by the update (staged; review with `git diff --cached`):")
     print(_output(root, "git", "status", "--short") or "  nothing: the project was up to date")
-    print("Left alone (yours, [tool.cruft] skip in pyproject.toml): the locks, migrations/versions,")
+    print("Left alone (yours, [tool.cruft] skip in pyproject.toml): the locks, your migrations,")
     print("  the resources list and every resource's folder and tests.")
     if left:
         print("Conflicts to resolve by hand, then `make lint test`:", *left, sep="\n  ")
