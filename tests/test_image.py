@@ -93,7 +93,7 @@ def test_compose_runs_postgres_then_a_one_shot_migration_then_the_app_on_one_cor
     compose = yaml.safe_load((default_project / "compose.yaml").read_text())
     services = compose["services"]
     assert services["db"]["healthcheck"]["test"]
-    assert services["migrate"]["command"] == ["alembic", "upgrade", "head"]
+    assert services["migrate"]["command"] == ["alembic", "upgrade", "heads"]
     assert services["migrate"]["depends_on"]["db"]["condition"] == "service_healthy"
     app = services["app"]
     assert app["depends_on"]["migrate"]["condition"] == "service_completed_successfully"

@@ -9,6 +9,7 @@ import jinja2
 
 from .names import resource_name_problems
 from .spec import Field, parse
+from .upkeep import skip_resource, unskip_resource
 
 TEMPLATES = Path(__file__).parent / "templates"
 # What is rendered where: template -> path in the project ({package}, {plural} filled in).
@@ -202,7 +203,8 @@ def add_resource(root: Path, singular: str, plural: str, spec: str) -> list[Path
     written.append(_write_migration(root, "migration_create.py.jinja", names, "create"))
     written.append(_register(root, package, plural))
     written.append(_add_to_readme(root, names))
-    return written
+    skipped = skip_resource(root, package, plural)  # yours: template updates leave it alone
+    return written if skipped is None else [*written, skipped]
 
 
 def remove_resource(root: Path, plural: str) -> list[Path]:
@@ -221,9 +223,11 @@ def remove_resource(root: Path, plural: str) -> list[Path]:
     shutil.rmtree(root / "tests" / plural, ignore_errors=True)
     (root / "clients" / "check" / f"{plural}.ts").unlink(missing_ok=True)
     names = Names(plural.removesuffix("s") or plural, plural)
-    return [
+    written = [
         folder,
         _write_migration(root, "migration_drop.py.jinja", names, "drop"),
         _unregister(root, package, plural),
         _remove_from_readme(root, plural),
     ]
+    unskipped = unskip_resource(root, package, plural)
+    return written if unskipped is None else [*written, unskipped]

@@ -129,7 +129,7 @@ def database_url(server_url: str) -> Iterator[str]:
     asyncio.run(run_sql(server_url, f'CREATE DATABASE "{name}"'))
     url = with_database(server_url, name)
     subprocess.run(
-        [sys.executable, "-m", "alembic", "upgrade", "head"],
+        [sys.executable, "-m", "alembic", "upgrade", "heads"],
         cwd=PROJECT_ROOT,
         env={**os.environ, "DATABASE_URL": url},
         check=True,

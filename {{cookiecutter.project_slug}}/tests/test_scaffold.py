@@ -1,6 +1,7 @@
 """scaffold/: the field spec's grammar, what each field becomes, and the names it refuses."""
 
 import shutil
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -99,8 +100,9 @@ def test_resource_names_are_checked(singular: str, plural: str, message: str | N
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    """A copy of this project's files the generator edits (sources, migrations, README)."""
-    for part in ("src", "migrations", "README.md"):
+    """A copy of this project's files the generator edits (sources, migrations, README, the
+    skip list of template updates in pyproject.toml)."""
+    for part in ("src", "migrations", "README.md", "pyproject.toml"):
         source = ROOT / part
         if source.is_dir():
             shutil.copytree(source, tmp_path / part, ignore=shutil.ignore_patterns("__pycache__"))
@@ -109,18 +111,23 @@ def project(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def test_add_then_remove_leaves_a_migration_each_and_the_list_as_it_was(project: Path) -> None:
+def test_add_then_remove_leaves_a_migration_each_and_the_lists_as_before(project: Path) -> None:
     (package,) = [path.parent.name for path in (project / "src").glob("*/__init__.py")]
     resources = project / "src" / package / "serving" / "resources.py"
     before = resources.read_text()
     heads = sorted((project / "migrations" / "versions").glob("*.py"))
+    pyproject = project / "pyproject.toml"
+    skipped_before = pyproject.read_text()
     add_resource(project, "widget_part", "widget_parts", "code:str(16):unique")
     assert "widget_parts," in resources.read_text()
     assert "### widget_parts" in (project / "README.md").read_text()
     schemas = (project / "src" / package / "widget_parts" / "schemas.py").read_text()
     assert "code: Annotated[str, Str(max_length=16), Unique()]" in schemas
+    skipped = tomllib.loads(pyproject.read_text())["tool"]["cruft"]["skip"]
+    assert {f"src/{package}/widget_parts", "tests/widget_parts"} <= set(skipped)
     remove_resource(project, "widget_parts")
     assert resources.read_text() == before
+    assert pyproject.read_text() == skipped_before
     assert "widget_parts" not in (project / "README.md").read_text()
     created, dropped = sorted((project / "migrations" / "versions").glob("*.py"))[len(heads) :]
     assert "CREATE TABLE widget_parts" in created.read_text()

@@ -84,7 +84,7 @@ def _database(server_url: str, name: str) -> Iterator[str]:
 def _prepared(root: Path, database_url: str, args: argparse.Namespace) -> dict[str, str]:
     """Migrate a side's database with its own migrations; seed it; its scenarios' wrk scripts."""
     env = {**os.environ, "DATABASE_URL": database_url, "PYTHONPATH": str(root / "src")}
-    migrate = [sys.executable, "-m", "alembic", "upgrade", "head"]
+    migrate = [sys.executable, "-m", "alembic", "upgrade", "heads"]
     subprocess.run(migrate, cwd=root, env=env, check=True, stdout=subprocess.DEVNULL)
     # Its src/ before this project's, which holds the client code: loadtest.gate.side.
     env["PYTHONPATH"] = os.pathsep.join([str(root / "src"), str(project.ROOT)])

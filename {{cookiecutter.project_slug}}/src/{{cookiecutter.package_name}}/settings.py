@@ -141,9 +141,8 @@ class Settings(EnvironmentThenSecretFiles):
     )
     cursor_secret: SecretStr | None = Field(
         None,
-        description="Key that signs the list pages' cursors (HMAC-SHA256), the same on every pod; "
-        "unset, each process signs with a random key of its own and a cursor fails (400) after a "
-        "restart or on another pod.",
+        description="Key that signs the list pages' cursors (HMAC-SHA256), overriding the one the "
+        "migrations keep in the database (table cursor_keys) that every pod shares; unset, that one.",
     )
     idempotency_ttl_seconds: int = Field(
         86400,

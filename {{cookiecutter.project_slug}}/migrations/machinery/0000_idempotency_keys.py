@@ -1,7 +1,8 @@
 """Create the idempotency_keys table: the stored answers of creates sent with an Idempotency-Key.
 
-Machinery, not a resource: every resource's create writes here (kit/idempotency.py), so this
-revision comes before the first resource's.
+Machinery, not a resource: every resource's create writes here (kit/idempotency.py). The
+machinery's revisions are a branch of their own in migrations/machinery/ (alembic.ini), so one the
+template adds later applies on a database already at the resources' head (`alembic upgrade heads`).
 
 Revision ID: 0000
 Revises:
