@@ -6,7 +6,9 @@ any of them; the version range in pyproject.toml stops below the next release li
 bake's tests/kit/test_framework_contract.py holds each one to the shape used here. At run time a
 missing or reshaped name never means a weaker path: a route whose handler needs it runs FastAPI's
 standard handler, a parameter reader that needs it reads through `request_params_to_args`, and
-one log line says which name and why (see `problems`).
+one log line says which name and why (see `problems`). The dispatch (dispatch.py) reads how
+FastAPI's router mounts an included route and what it puts in the scope, and Starlette's
+exception handler tables: without any of them every request takes FastAPI's router.
 """
 
 import dataclasses
