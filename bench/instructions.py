@@ -41,9 +41,9 @@ RATIOS = (  # (numerator, denominator): a ratio above 1 means the numerator runs
 )
 
 
-# Not instrumented until the first zero(): start-up and imports run several times faster on a
+# Not instrumented until the server answers: start-up and imports run several times faster on a
 # loaded host (a server there took longer than the 600 s start-up wait), and nothing before the
-# zero is counted anyway.
+# warm-up and the zero is counted anyway.
 CALLGRIND = ["valgrind", "--tool=callgrind", "--instr-atstart=no"]
 
 
@@ -69,8 +69,11 @@ class CallgrindServer:
         subprocess.run(["callgrind_control", *flags, str(self._process.pid)], check=True,
                        capture_output=True)  # fmt: skip
 
-    def zero(self) -> None:
+    def instrument(self) -> None:
+        """Count from now on (callgrind translates the code again: warm up after this)."""
         self._control("-i", "on")
+
+    def zero(self) -> None:
         self._control("-z")
 
     def instructions_since_zero(self) -> int:
@@ -100,6 +103,7 @@ def _measure(
     figures: dict[str, dict[str, float]] = {}
     try:
         server.wait_until_answering(f"{base}/items/1")
+        server.instrument()
         for workload in args.workloads:
             start = 1
             if workloads.consumes_ids(workload):

@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 import pytest
-from fastapi import FastAPI
+from fastapi import APIRouter, FastAPI, Response
 from fastapi.routing import APIRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -57,9 +57,11 @@ class Served:
 
 
 @pytest.fixture
-def guarded(monkeypatch: pytest.MonkeyPatch) -> None:
+def guarded(monkeypatch: pytest.MonkeyPatch) -> APIRouter:
     """The resource's router carries a guard, added the ordinary FastAPI way (#33)."""
-    monkeypatch.setattr(serving_app, "ROUTERS", serve_guarded(guarded_router()))
+    router = guarded_router()
+    monkeypatch.setattr(serving_app, "ROUTERS", serve_guarded(router))
+    return router
 
 
 async def _served(settings: Settings, headers: dict[str, str]) -> AsyncIterator[Served]:
@@ -73,7 +75,7 @@ async def _served(settings: Settings, headers: dict[str, str]) -> AsyncIterator[
 
 @pytest.fixture
 async def served(
-    guarded: None, settings: Settings, auth_headers: dict[str, str]
+    guarded: APIRouter, settings: Settings, auth_headers: dict[str, str]
 ) -> AsyncIterator[Served]:
     async for served in _served(settings, {**auth_headers, TOKEN_HEADER: WRITER}):
         yield served
@@ -222,7 +224,7 @@ async def test_an_override_set_after_start_up_and_its_error_answer_the_same_way(
 
 
 async def test_a_rate_limited_request_answers_429_the_same_way(
-    guarded: None, settings: Settings, auth_headers: dict[str, str]
+    guarded: APIRouter, settings: Settings, auth_headers: dict[str, str]
 ) -> None:
     limited = settings.model_copy(update={"rate_limit_rps": 0.001, "rate_limit_burst": 1})
     async for served in _served(limited, {**auth_headers, TOKEN_HEADER: WRITER}):
@@ -244,6 +246,18 @@ async def test_a_route_added_after_start_up_is_served_by_the_router_that_has_it(
     assert answer.json() == {"item_id": 5}
     # The resource's own routes are still dispatched after the table is derived again.
     await _assert_same(served, _one("GET", f"/{MISSING}"), router=False)
+
+
+async def test_a_route_added_to_the_resource_router_after_start_up_is_dispatched_too(
+    guarded: APIRouter, served: Served
+) -> None:
+    @guarded.get("/{item_id" + "}/extra")
+    async def extra(item_id: int) -> Response:
+        return Response(str(item_id).encode())
+
+    # The router's count of route changes moved: the table is derived again, with this route.
+    answer = await _assert_same(served, _one("GET", "/5/extra"), router=False)
+    assert answer.content == b"5"
 
 
 async def test_a_route_put_ahead_after_start_up_takes_the_requests_it_matches_first(

