@@ -130,6 +130,7 @@ def test_the_engine_sends_the_tables_requests_in_its_proportions(
     _assert_mixed(load_loadtest(default_project, "scenarios"), recorder.seen, 0.05)
 
 
+@pytest.mark.needs("wrk")
 def test_wrk_sends_the_tables_requests_in_its_proportions(
     default_project: Path, recorder: _RecordingServer
 ) -> None:
@@ -143,6 +144,7 @@ def test_wrk_sends_the_tables_requests_in_its_proportions(
     assert max(ids) <= 100
 
 
+@pytest.mark.needs("wrk")
 def test_wrk_uses_each_id_of_an_operation_that_consumes_them_once_in_order(
     default_project: Path, recorder: _RecordingServer
 ) -> None:

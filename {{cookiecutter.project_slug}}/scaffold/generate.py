@@ -24,6 +24,8 @@ FILES = {
     "tests/test_repository.py.jinja": "tests/{plural}/test_repository.py",
     "tests/test_listing.py.jinja": "tests/{plural}/test_listing.py",
     "tests/test_listing_refusals.py.jinja": "tests/{plural}/test_listing_refusals.py",
+    "tests/test_client.py.jinja": "tests/{plural}/test_client.py",
+    "clients/check.ts.jinja": "clients/check/{plural}.ts",
 }
 RESOURCES_MODULE = "src/{package}/serving/resources.py"
 VERSIONS = Path("migrations/versions")
@@ -203,6 +205,7 @@ def remove_resource(root: Path, plural: str) -> list[Path]:
         raise GenerateError(f"no resource {plural!r}: src/{package}/{plural}/routes.py is missing")
     shutil.rmtree(folder)
     shutil.rmtree(root / "tests" / plural, ignore_errors=True)
+    (root / "clients" / "check" / f"{plural}.ts").unlink(missing_ok=True)
     names = Names(plural.removesuffix("s") or plural, plural)
     return [
         folder,
