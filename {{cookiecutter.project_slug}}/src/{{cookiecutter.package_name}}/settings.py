@@ -161,6 +161,11 @@ class Settings(EnvironmentThenSecretFiles):
         le=65535,
         description="Port of the /metrics listener, apart from traffic; 0 = none.",
     )
+    fast_dispatch: bool = Field(
+        True,
+        description="Requests reach their route without FastAPI's router (kit/dispatch.py); "
+        "false takes FastAPI's router for every request.",
+    )
     access_log: Literal["all", "errors", "off"] = Field(
         "all", description="Access log lines: every request, only 4xx/5xx and slow ones, or none."
     )

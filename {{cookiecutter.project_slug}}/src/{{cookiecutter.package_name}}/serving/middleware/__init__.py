@@ -11,6 +11,7 @@ from starlette.middleware.cors import CORSMiddleware
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from ...health.routes import PROBE_PATHS
+from ...kit.dispatch import FastDispatch
 from ...observability.metrics import Metrics
 from ...settings import Settings
 from ..metrics_listener import METRICS_PATH
@@ -112,4 +113,6 @@ def middleware_stack(
             drain_bytes=settings.max_body_drain_bytes,
         ),
         Middleware(HeadAsGetMiddleware),
+        # Innermost: a request for a FastRoute reaches it without FastAPI's router (kit/dispatch.py).
+        *([Middleware(FastDispatch)] if settings.fast_dispatch else []),
     ]
