@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(CURDIR)/$(VENV)/bin
 export PATH := $(BIN):$(PATH)
 
-.PHONY: help install native-tools demo lint test bench bench-instructions bench-keyset bench-compare
+.PHONY: help install native-tools demo lint test profile-example bench bench-instructions bench-keyset bench-compare
 
 help: ## Show the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-13s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -29,6 +29,9 @@ bench: install ## Side-by-side benchmark (generated vs ceiling, FastAPI floor, m
 	$(BIN)/python -m bench.features
 	$(BIN)/python -m bench.features --variants off --workload create create_keyed --rounds 5 --out docs/bench/idempotency.json
 	$(BIN)/python -m bench.keyset_depth
+
+profile-example: install ## The profiling guide's example: make profile on a bake given a costly function, the fix proved by the gate; writes the bake's docs/profiling-example.md
+	$(BIN)/python -m scripts.profile_example
 
 bench-instructions: install ## Instructions per request of every app and workload, counted by valgrind's callgrind (steady where CPU time is not); writes docs/bench/instructions.*
 	$(BIN)/python -m bench.instructions $(ARGS)

@@ -30,7 +30,7 @@ DELETABLE_PER_SECOND = 40_000
 def migrate(project: Path, database_url: str) -> None:
     """Apply the bake's migrations to `database_url`."""
     result = subprocess.run(
-        [sys.executable, "-m", "alembic", "upgrade", "head"],
+        [sys.executable, "-m", "alembic", "upgrade", "heads"],
         cwd=project,
         env=tool_env(project, DATABASE_URL=database_url),
         capture_output=True,

@@ -71,9 +71,9 @@ VARIANTS: dict[str, tuple[str, dict[str, str]]] = {
 
 
 def _issuer(project: Path) -> Any:
-    """The jwt bake's own issuer (loadtest/issuer.py): keys, tokens and a JWKS server."""
+    """The jwt bake's own issuer (loadtest/drive/issuer.py): keys, tokens and a JWKS server."""
     spec = importlib.util.spec_from_file_location(
-        "bench_issuer", project / "loadtest" / "issuer.py"
+        "bench_issuer", project / "loadtest" / "drive" / "issuer.py"
     )
     assert spec is not None
     assert spec.loader is not None

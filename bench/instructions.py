@@ -41,27 +41,37 @@ RATIOS = (  # (numerator, denominator): a ratio above 1 means the numerator runs
 )
 
 
+# Not instrumented until the server answers: start-up and imports run several times faster on a
+# loaded host (a server there took longer than the 600 s start-up wait), and nothing before the
+# warm-up and the zero is counted anyway.
+CALLGRIND = ["valgrind", "--tool=callgrind", "--instr-atstart=no"]
+
+
 class CallgrindServer:
     """One app's server under callgrind, with its counters zeroed and read around each run."""
 
     def __init__(self, command: list[str], env: dict[str, str], out: Path) -> None:
         self._out = out
         self._process = subprocess.Popen(
-            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}.%p", *command],
+            [*CALLGRIND, f"--callgrind-out-file={out}.%p", *command],
             cwd=ROOT,
             env=env,
             stdout=(out.with_suffix(".log")).open("wb"),
             stderr=subprocess.STDOUT,
         )
 
-    def wait_until_answering(self, url: str) -> None:
-        # Python's start-up and imports run some fifty times slower under callgrind.
+    def wait_until_answering(self, url: str, seconds: float) -> None:
+        # Python's start-up and imports run many times slower under valgrind.
         log = self._out.with_suffix(".log")
-        wait_until_answering(self._process, url, what=f"server (log: {log})", seconds=600)
+        wait_until_answering(self._process, url, what=f"server (log: {log})", seconds=seconds)
 
-    def _control(self, flag: str) -> None:
-        subprocess.run(["callgrind_control", flag, str(self._process.pid)], check=True,
+    def _control(self, *flags: str) -> None:
+        subprocess.run(["callgrind_control", *flags, str(self._process.pid)], check=True,
                        capture_output=True)  # fmt: skip
+
+    def instrument(self) -> None:
+        """Count from now on (callgrind translates the code again: warm up after this)."""
+        self._control("-i", "on")
 
     def zero(self) -> None:
         self._control("-z")
@@ -92,7 +102,8 @@ def _measure(
     server = CallgrindServer(command, env, work / f"callgrind.{name}")
     figures: dict[str, dict[str, float]] = {}
     try:
-        server.wait_until_answering(f"{base}/items/1")
+        server.wait_until_answering(f"{base}/items/1", args.start_timeout)
+        server.instrument()
         for workload in args.workloads:
             start = 1
             if workloads.consumes_ids(workload):
@@ -157,6 +168,8 @@ def main() -> int:
     parser.add_argument("--apps", nargs="+", default=list(APPS), choices=APPS)
     parser.add_argument("--workloads", nargs="+", default=list(NAMES), choices=NAMES)
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "bench")
+    # On a host busy with other work a server under valgrind took more than ten minutes to start.
+    parser.add_argument("--start-timeout", type=float, default=600, help="seconds to start")
     args = parser.parse_args()
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         print("bench.instructions needs valgrind (apt-get install valgrind)", file=sys.stderr)

@@ -1,24 +1,23 @@
 """`make bench-keyset`: what a list page costs at depth 1 and at depth 5,000 on a million rows.
 
-Bakes a service whose resource marks a text, a money, an enum and a timestamp field `:filter:sort`,
-migrates a throwaway PostgreSQL, seeds 1,000,000 rows (the load test's seed statement) and
-ANALYZEs. Then, for the id order, each sort order and a filtered sorted page, it runs the page's
-one statement (the service's own, from kit/keyset.py) with EXPLAIN (ANALYZE) at the first page
-and at the page 5,000 pages of 20 rows deep (the cursor the walk would hold there), several times
-each, and prints the median execution time and the buffers read: a keyset page deep in the walk
-costs what the first one costs. Then it serves the bake as `make bench` serves "generated" (one
+Bakes a service whose resource marks a text, a money, an enum and a timestamp field `:filter:sort`
+(or takes any bake whose first resource marks `:sort` fields: `python -m bench.keyset_depth
+--project <bake>`), migrates a throwaway PostgreSQL, seeds 1,000,000 rows (the load test's seed
+statement) and ANALYZEs. Then, for the id order, each sort order and a filtered sorted page, it runs
+the page's one statement (the service's own, from kit/keyset.py) with EXPLAIN (ANALYZE) at the first
+page and at the page 5,000 pages of 20 rows deep (the cursor the walk would hold there), several
+times each, and prints the median execution time and the buffers read: a keyset page deep in the
+walk costs what the first one costs. Then it serves the bake as `make bench` serves "generated" (one
 core for the server, one for PostgreSQL and wrk) and drives the scenario table's by-id, id-order
-page and filtered page (`items.filtered`: an enum filter, sorted by a timestamp, descending)
-round after round: the medians of wrk's requests/s and of the server's CPU per request.
+page and filtered page (`items.filtered`: an enum filter, sorted by a timestamp, descending) round
+after round: the medians of wrk's requests/s and of the server's CPU per request.
 """
 
 import argparse
 import asyncio
-import importlib
 import json
 import os
 import statistics
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -26,11 +25,13 @@ from typing import Any
 import asyncpg
 import psutil
 
+from bench.bakes import load_defining
 from bench.driver import LOAD_CORE, drive, machine, migrate, service_command, start_pinned
 from bench.workloads import Workloads
-from tests.baking import bake, load_dev_module
+from tests.baking import bake, load_dev_module, load_loadtest
 
-# The first sortable field is what items.filtered sorts by (loadtest/declared.py filtered_query).
+# The first sortable field is what items.filtered sorts by (filtered_query in
+# loadtest/plan/declared.py).
 FIELDS = (
     "paid_at:timestamp?:filter:sort name:str(200):filter:sort"
     " kind:enum(retail|wholesale|internal):filter:sort price_cents:money:filter:sort"
@@ -38,7 +39,15 @@ FIELDS = (
 )
 PAGE = 20
 KEY = b"bench"
-WORKLOADS = ("by_id", "page", "filtered")  # operations of the bake's scenario table
+WORKLOADS = ("by_id", "page", "filtered")
+# The pages of docs/performance.md, on a bake of FIELDS; another bake's are derived (_cases).
+CASES = {
+    "id order (after)": {},
+    "sort=name": {"sort": "name"},
+    "sort=-price_cents": {"sort": "-price_cents"},
+    "sort=-paid_at": {"sort": "-paid_at"},
+    "kind=retail&sort=-paid_at": {"kind": "retail", "sort": "-paid_at"},
+}  # operations of the bake's scenario table
 
 
 async def _measure(
@@ -118,10 +127,14 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="wrk rounds per workload")
     parser.add_argument("--seconds", type=int, default=8, help="seconds per wrk run")
     parser.add_argument("--out", type=Path, help="write the figures as JSON here")
+    parser.add_argument(
+        "--project", type=Path, help="a baked project whose first resource marks :sort fields "
+        "(default: bake one with FIELDS)"
+    )  # fmt: skip
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         work = Path(folder)
-        project = bake(work, fields=FIELDS)
+        project = args.project or bake(work, fields=FIELDS)
         devdb = load_dev_module(project, "devdb")
         os.sched_setaffinity(0, {LOAD_CORE})  # PostgreSQL and wrk inherit core 1 from here
         with devdb.ThrowawayPostgres(work / "pgdata") as postgres:
@@ -188,36 +201,57 @@ async def _seed(url: str, statement: str, table: str, rows: int) -> None:
         await connection.close()
 
 
-async def _run(project: Path, url: str, args: argparse.Namespace) -> list[dict[str, Any]]:
-    sys.path[:0] = [str(project), str(project / "src")]
-    (package,) = [path.parent.name for path in (project / "src").glob("*/__init__.py")]
-    seed_rows = importlib.import_module("loadtest.declared").seed_rows
-    keyset = importlib.import_module(f"{package}.kit.keyset")
-    list_query = importlib.import_module(f"{package}.kit").list_query
-    RESOURCES = importlib.import_module(f"{package}.serving.resources").RESOURCES
+async def _cases(url: str, query: Any, table: str, depth: int) -> dict[str, dict[str, str]]:
+    """The id order, each sort order of the resource (the first one descending too), and a
+    filtered page sorted by the first field descending, when a filter's value has `depth` pages."""
+    cases: dict[str, dict[str, str]] = {"id order (after)": {}}
+    sortable = list(query.sortable)
+    for name in sortable:
+        cases[f"sort={name}"] = {"sort": name}
+    if not sortable:
+        return cases
+    cases[f"sort=-{sortable[0]}"] = {"sort": f"-{sortable[0]}"}
+    # The `=` filter whose most common value has the most rows (an enum's, on the default bake).
+    connection = await asyncpg.connect(url)
+    try:
+        best: tuple[int, str, str] | None = None
+        for condition in (c for c in query.conditions if c.operator == "="):
+            common = await connection.fetchrow(
+                f"SELECT {condition.column}::text AS value, count(*) AS rows FROM {table}"  # noqa: S608
+                f" WHERE {condition.column} IS NOT NULL GROUP BY 1 ORDER BY 2 DESC LIMIT 1"
+            )
+            if common is not None and (best is None or common["rows"] > best[0]):
+                best = (common["rows"], condition.parameter, common["value"])
+    finally:
+        await connection.close()
+    if best is not None and best[0] >= depth * PAGE:
+        cases[f"{best[1]}={best[2]}&sort=-{sortable[0]}"] = {
+            best[1]: best[2],
+            "sort": f"-{sortable[0]}",
+        }
+    return cases
 
-    resource = RESOURCES[0]
+
+async def _run(project: Path, url: str, args: argparse.Namespace) -> list[dict[str, Any]]:
+    # The service's modules first, then the bake's loadtest: it imports them, and gets these.
+    keyset = load_defining(project, "page_statement")
+    list_query = load_defining(project, "list_query").list_query
+    resource = load_defining(project, "RESOURCES").RESOURCES[0]
+    seed_rows = load_loadtest(project, "plan.declared").seed_rows
+
     await _seed(url, seed_rows(resource), resource.table, args.rows)
     columns = ", ".join(
         ["id", *resource.fields.model_fields, "created_at", "updated_at", "version"]
     )
-    cases = {
-        "id order (after)": {},
-        "sort=name": {"sort": "name"},
-        "sort=-price_cents": {"sort": "-price_cents"},
-        "sort=-paid_at": {"sort": "-paid_at"},
-        "kind=retail&sort=-paid_at": {"kind": "retail", "sort": "-paid_at"},
-    }
-    return await _measure(
-        url,
-        keyset,
-        list_query(resource.fields),
-        cases,
-        args.depth,
-        args.runs,
-        resource.table,
-        columns,
+    query = list_query(resource.fields)
+    parameters = {c.parameter for c in query.conditions} | {"sort"}
+    fits = all(
+        params.keys() <= parameters
+        and params.get("sort", "id").lstrip("-") in {"id", *query.sortable}
+        for params in CASES.values()
     )
+    cases = CASES if fits else await _cases(url, query, resource.table, args.depth)
+    return await _measure(url, keyset, query, cases, args.depth, args.runs, resource.table, columns)
 
 
 if __name__ == "__main__":

@@ -5,19 +5,20 @@ no-op ASGI app: the no-op app alone, the limiter keyed by the client's address, 
 key's SHA-256, and with the LRU full and a new client on every call (an eviction each time).
 Interleaved rounds, medians of process_time, on the current core (run it under `taskset -c 0`).
 The end-to-end price beside the other features is bench/features.py's `rate_limit` variants.
-Run: `taskset -c 0 .venv/bin/python -m bench.rate_limit`.
+Run: `taskset -c 0 .venv/bin/python -m bench.rate_limit [--project <baked project>]`; without
+--project it bakes the default service into a temporary folder.
 """
 
 import argparse
 import asyncio
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bench.bakes import load_defining
 from tests.baking import bake
 
 Scope = dict[str, Any]
@@ -83,15 +84,13 @@ def main() -> int:
     )
     parser.add_argument("--calls", type=int, default=200_000)
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--project", type=Path, help="a baked project (default: bake one)")
     args = parser.parse_args()
-    project = bake(Path(tempfile.mkdtemp(prefix="bench-rate-limit-")))
-    sys.path.insert(0, str(project / "src"))
-    package = next(path.name for path in (project / "src").iterdir() if path.is_dir())
-    limiter = __import__(f"{package}.serving.middleware.rate_limit", fromlist=["x"])
-    metrics = __import__(f"{package}.observability.metrics", fromlist=["x"])
-    medians = asyncio.run(
-        _measure(limiter.RateLimitMiddleware, metrics.Metrics, args.calls, args.rounds)
-    )
+    with tempfile.TemporaryDirectory(prefix="bench-rate-limit-") as scratch:
+        project = args.project or bake(Path(scratch))
+        limiter = load_defining(project, "RateLimitMiddleware").RateLimitMiddleware
+        metrics = load_defining(project, "Metrics").Metrics
+    medians = asyncio.run(_measure(limiter, metrics, args.calls, args.rounds))
     base = medians["no-op app alone"]
     print("| case | us per call | over the no-op app |\n|---|---|---|")
     for name, value in medians.items():

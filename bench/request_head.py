@@ -9,7 +9,6 @@ modules defining `guarded_protocol` and `Settings`, are found in the bake, whate
 
 import argparse
 import asyncio
-import re
 import statistics
 import sys
 import tempfile
@@ -22,7 +21,8 @@ from uvicorn.config import Config
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.server import ServerState
 
-from tests.baking import bake, load_module
+from bench.bakes import load_defining
+from tests.baking import bake
 
 ROUNDS, HEADS_PER_ROUND = 15, 20_000
 REQUEST = (
@@ -54,29 +54,10 @@ async def app(scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable
     pass
 
 
-def package_of(project: Path) -> str:
-    """The bake's package: the one folder under src/ holding an __init__.py."""
-    found = sorted(init.parent.name for init in (project / "src").glob("*/__init__.py"))
-    if len(found) != 1:
-        raise SystemExit(f"{project}: expected one package under src/, found {found or 'none'}")
-    return found[0]
-
-
-def module_defining(project: Path, package: str, name: str) -> str:
-    """The module of `package` (dotted, below the package) that defines `name` at its top level."""
-    root = project / "src" / package
-    definition = re.compile(rf"^(?:def|class) {name}\b", re.MULTILINE)
-    for path in sorted(root.rglob("*.py")):
-        if definition.search(path.read_text()):
-            return ".".join(path.relative_to(root).with_suffix("").parts)
-    raise SystemExit(f"{root}: no module defines {name}")
-
-
 def guarded_protocol_of(project: Path) -> type[HttpToolsProtocol]:
     """The bake's protocol class, built from its development settings."""
-    package = package_of(project)
-    server = load_module(project, package, module_defining(project, package, "guarded_protocol"))
-    settings = load_module(project, package, module_defining(project, package, "Settings"))
+    server = load_defining(project, "guarded_protocol")
+    settings = load_defining(project, "Settings")
     protocol: type[HttpToolsProtocol] = server.guarded_protocol(settings.Settings(app_env="dev"))
     return protocol
 

@@ -1,6 +1,6 @@
-"""The bench's wrk workloads: operations of the bake's own scenario table (loadtest/scenarios.py),
-their Lua written by the bake's loadtest/wrk.py, so that the bench sends the load test's requests
-and a change to the table is measured here too."""
+"""The bench's wrk workloads: operations of the bake's own scenario table
+(loadtest/plan/scenarios.py), their Lua written by the bake's loadtest/drive/wrk.py, so that the
+bench sends the load test's requests and a change to the table is measured here too."""
 
 from pathlib import Path
 
@@ -16,9 +16,9 @@ class Workloads:
     from `start`, the first of a range seeded for that run."""
 
     def __init__(self, project: Path, rows: int) -> None:
-        self._scenarios = load_loadtest(project, "scenarios")
-        self._wrk = load_loadtest(project, "wrk")
-        self._operations = load_loadtest(project, "operations")
+        self._scenarios = load_loadtest(project, "plan.scenarios")
+        self._wrk = load_loadtest(project, "drive.wrk")
+        self._operations = load_loadtest(project, "plan.operations")
         self._rows = rows
         missing = {f"{RESOURCE}.{name}" for name in NAMES} - set(self._scenarios.OPERATIONS)
         assert not missing, f"the bake's scenario table has no {missing}"

@@ -1,6 +1,7 @@
 """Finish the baked project: lock dependencies when uv is present (uv.lock, and its pins for pip
 in requirements.lock.txt) and print the next steps."""
 
+import os
 import shutil
 import subprocess
 import sys
@@ -13,6 +14,11 @@ FIELDS = """{{ cookiecutter.fields }}"""
 # Typed as str: before rendering the two sides are different literals (mypy: comparison-overlap).
 LOCK_OPTION: str = "{{ cookiecutter.lock_dependencies }}"
 LOCK = LOCK_OPTION == "yes"
+# cruft sets _commit; cookiecutter sets _repo_dir, the template's checkout (its HEAD is the commit).
+CRUFT_COMMIT = "{{ cookiecutter.get('_commit', '') }}"
+REPO_DIR = "{{ cookiecutter.get('_repo_dir', '') }}"
+# Set by `make template-update` (scaffold/upkeep.py) for cruft's two renders of the template.
+UPDATE_ENV = "TEMPLATE_UPDATE"
 
 
 def lock_dependencies() -> str:
@@ -42,6 +48,23 @@ def export_lock_for_pip() -> str:
     return "requirements.lock.txt written for pip"
 
 
+def record_template_commit() -> None:
+    """.template-commit: the template commit baked from, for `cruft link --checkout` later."""
+    commit = CRUFT_COMMIT
+    # _repo_dir is as given to cookiecutter: relative to where it ran (PWD), not to this folder.
+    template = Path(os.environ.get("PWD", ""), REPO_DIR) if REPO_DIR else None
+    if not commit and template is not None and (template / "cookiecutter.json").is_file():
+        head = subprocess.run(
+            ["git", "-C", str(template), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        commit = head.stdout.strip() if head.returncode == 0 else ""
+    if commit:
+        Path(".template-commit").write_text(commit + "\n")
+
+
 def format_sources() -> None:
     """Names chosen at bake time change line lengths: let ruff lay the code out once, here."""
     ruff = shutil.which("ruff")
@@ -59,6 +82,11 @@ def format_sources() -> None:
 def write_chart_readme() -> None:
     """The chart's README is generated from its values.schema.json and values.yaml."""
     subprocess.run([sys.executable, "deploy/helm/chart_readme.py"], check=True)
+
+
+def write_settings_table() -> None:
+    """The README's settings table is generated from the Settings class (settings_table.py)."""
+    subprocess.run([sys.executable, "settings_table.py"], check=True)
 
 
 def generate_first_resource() -> None:
@@ -80,7 +108,14 @@ def main() -> int:
     generate_first_resource()
     format_sources()
     write_chart_readme()
-    status = lock_dependencies() if LOCK else "lock_dependencies=no: uv.lock not written"
+    write_settings_table()
+    record_template_commit()
+    if os.environ.get(UPDATE_ENV):
+        # A render for a template update: the project's own locks stay (cruft skips them); a
+        # lock made here would only differ by what was released since the bake.
+        status = "a template update's render: no lock written"
+    else:
+        status = lock_dependencies() if LOCK else "lock_dependencies=no: uv.lock not written"
     print(f"Baked {SLUG} ({status}). Next steps:")
     print(f"  cd {SLUG}")
     print("  make install   # virtualenv with the service and its dev tools")

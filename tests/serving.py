@@ -102,7 +102,7 @@ def migrated_database(project: Path, postgres_url: str, name: str) -> Iterator[s
     """A scratch database with the project's migrations applied."""
     with scratch_database(postgres_url, name) as url:
         migrated = run(
-            project, sys.executable, "-m", "alembic", "upgrade", "head", DATABASE_URL=url
+            project, sys.executable, "-m", "alembic", "upgrade", "heads", DATABASE_URL=url
         )
         assert migrated.returncode == 0, migrated.stderr
         yield url

@@ -190,7 +190,8 @@ def test_a_capacity_pool_too_large_for_the_replica_ceiling_is_refused(
 def _capacity_modules(project: Path) -> tuple[Any, Any]:
     sys.path.insert(0, str(project))
     try:
-        from loadtest import budget, capacity  # the baked project's own capacity report
+        from loadtest.plan import budget
+        from loadtest.search import capacity  # the baked project's own capacity report
     finally:
         sys.path.remove(str(project))
         for name in [

@@ -122,7 +122,7 @@ def test_migrations_run_as_a_pre_install_and_pre_upgrade_hook_with_alembic(chart
     assert annotations["helm.sh/hook"] == "pre-install,pre-upgrade"
     assert "before-hook-creation" in annotations["helm.sh/hook-delete-policy"]
     (container,) = job["spec"]["template"]["spec"]["containers"]
-    assert container["command"] == ["alembic", "upgrade", "head"]
+    assert container["command"] == ["alembic", "upgrade", "heads"]
     assert job["spec"]["template"]["spec"]["restartPolicy"] == "Never"
 
 

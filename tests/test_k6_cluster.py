@@ -60,7 +60,7 @@ def test_k6_cluster_renders_a_testrun_of_the_same_script_and_budget_valid_agains
     }
     assert (
         config_map["data"]["crud.js"]
-        == (default_project / "loadtest" / "k6" / "crud.js").read_text()
+        == (default_project / "loadtest" / "drive" / "k6" / "crud.js").read_text()
     )
 
     # The target is the release's Service as the chart renders it, at its port.
@@ -99,7 +99,8 @@ def test_k6_cluster_renders_a_testrun_of_the_same_script_and_budget_valid_agains
 def _k6_config(project: Path, folder: Path) -> str:
     """The config `make k6` writes for the same budget (k6's own run is not needed for it)."""
     budget, k6, paths, scenarios = (
-        load_loadtest(project, module) for module in ("budget", "k6", "project", "scenarios")
+        load_loadtest(project, module)
+        for module in ("plan.budget", "drive.k6", "project", "plan.scenarios")
     )
     loaded = budget.load(paths.BUDGET)
     names = scenarios.to_run(None, loaded)

@@ -147,8 +147,8 @@ def test_wrk_sends_the_key_on_every_request_of_a_mix_with_bodies(
     api_key_bake: tuple[Path, str], served: Served
 ) -> None:
     project = api_key_bake[0]
-    scenarios, wrk = (load_loadtest(project, name) for name in ("scenarios", "wrk"))
-    seeder = load_loadtest(project, "service")
+    scenarios, wrk = (load_loadtest(project, name) for name in ("plan.scenarios", "drive.wrk"))
+    seeder = load_loadtest(project, "drive.service")
     ids = seeder.seed_over_http(served.url, 50, {"X-API-Key": KEY}, ["items"])["items"]
     lua = wrk.script(scenarios.SCENARIOS["items.mixed"], low=min(ids), high=max(ids))
     figures = wrk.run(served.url, lua, connections=2, seconds=1, headers={"X-API-Key": KEY})

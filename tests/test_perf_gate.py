@@ -1,4 +1,4 @@
-"""The generated repository's regression gate (`make perf-gate`, loadtest/gate.py): a CI job on
+"""The generated repository's regression gate (`make perf-gate`, loadtest/gate/): a CI job on
 pull requests against the base branch; on a committed bake, an unchanged service passes and a
 deliberate slowdown of one route fails the gate, which names that route's scenario and leaves the
 unchanged ones alone. Short rounds on two scenarios keep it near a minute and a half."""

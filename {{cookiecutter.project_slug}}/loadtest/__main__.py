@@ -14,14 +14,20 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
-from . import k6, project, run, service
-from .budget import load
-from .capacity import capacity_from, describe, write_helm_values
-from .engine import Engine, Step
-from .headers import ENVIRONMENT, HeadersError, given
-from .operations import Mix, fixed
-from .scenarios import resources_in, send_idempotency_keys, to_run
-from .search import Limits, Plan, search
+from . import project, run
+from .drive import Engine, Step, k6, service
+from .plan import (
+    ENVIRONMENT,
+    HeadersError,
+    Mix,
+    fixed,
+    given,
+    load,
+    resources_in,
+    send_idempotency_keys,
+    to_run,
+)
+from .search import Limits, Plan, capacity_from, describe_capacity, search, write_helm_values
 
 
 def _header_option(parser: argparse.ArgumentParser) -> None:
@@ -126,7 +132,7 @@ def _capacity(args: argparse.Namespace) -> int:
     if sizing is None:
         print(f"{source} has no usable knee (client-bound or failed runs)", file=sys.stderr)
         return 1
-    print(describe(sizing))
+    print(describe_capacity(sizing))
     if args.write_helm_values:
         print(
             f"wrote {write_helm_values(sizing, f'loadtest/results/{Path(source).name}', args.helm_values)}"

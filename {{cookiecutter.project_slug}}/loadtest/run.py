@@ -1,5 +1,5 @@
 """`make loadtest`: seed, measure the client, sweep each scenario and find its knee, search its SLO
-capacity open loop (loadtest/sweep.py), cross-check with wrk, then report, size the pod and judge
+capacity open loop (loadtest/search/sweep.py), cross-check with wrk, then report, size the pod and judge
 the budget."""
 
 import contextlib
@@ -10,15 +10,28 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from . import credentials, crosscheck, report, service, wrk
-from .budget import Budget
-from .capacity import capacity_from, describe, write_helm_values
-from .engine import Engine
-from .headers import HeadersError, given
-from .knee import Verdict, client_capacity
-from .operations import PROBE
-from .scenarios import SCENARIOS, kind_of, resource_of, resources_in, to_run
-from .sweep import say, sweep
+from . import report
+from .drive import Engine, credentials, crosscheck, service, wrk
+from .plan import (
+    PROBE,
+    SCENARIOS,
+    Budget,
+    HeadersError,
+    given,
+    kind_of,
+    resource_of,
+    resources_in,
+    to_run,
+)
+from .report import say
+from .search import (
+    Verdict,
+    capacity_from,
+    client_capacity,
+    describe_capacity,
+    sweep,
+    write_helm_values,
+)
 
 PROBE_CONCURRENCY = 64
 
@@ -137,12 +150,12 @@ def finish(results: dict[str, Any], budget: Budget, args: Any) -> int:
     results["passed"] = not misses
     capacity = capacity_from(results, budget)
     results["capacity"] = capacity.as_dict() if capacity else None
-    results["capacity_text"] = describe(capacity) if capacity else None
+    results["capacity_text"] = describe_capacity(capacity) if capacity else None
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     paths = report.write(results, Path(args.results), stamp)
     say("")
     if capacity:
-        say(describe(capacity))
+        say(describe_capacity(capacity))
         if args.write_helm_values:
             written = write_helm_values(
                 capacity, f"loadtest/results/{paths['json'].name}", Path(args.helm_values)

@@ -1,5 +1,6 @@
 """`python -m scaffold add NAME PLURAL --fields SPEC`, `python -m scaffold remove PLURAL` (both
-rewrite openapi.json) and `python -m scaffold openapi` (writes it from create_app())."""
+rewrite openapi.json), `python -m scaffold openapi` (writes it from create_app()) and
+`python -m scaffold template-update` (make template-update, scaffold/upkeep.py)."""
 
 import argparse
 import sys
@@ -8,6 +9,7 @@ from pathlib import Path
 from .generate import GenerateError, add_resource, remove_resource
 from .openapi import refresh_document, write_document
 from .spec import SpecError
+from .upkeep import template_update
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -21,7 +23,12 @@ def main(argv: list[str] | None = None) -> int:
     remove = commands.add_parser("remove", help="remove a resource; its migration drops the table")
     remove.add_argument("plural", help="the resource's plural (items)")
     commands.add_parser("openapi", help="write openapi.json from the app's document")
+    commands.add_parser(
+        "template-update", help="take the template's changes; your resources are left alone"
+    )
     arguments = parser.parse_args(argv)
+    if arguments.command == "template-update":
+        return template_update(arguments.root)
     if arguments.command == "openapi":
         print(write_document(arguments.root))
         return 0

@@ -9,6 +9,7 @@ import jinja2
 
 from .names import resource_name_problems
 from .spec import Field, parse
+from .upkeep import skip_resource, unskip_resource
 
 TEMPLATES = Path(__file__).parent / "templates"
 # What is rendered where: template -> path in the project ({package}, {plural} filled in).
@@ -128,6 +129,14 @@ def _register(root: Path, package: str, plural: str) -> Path:
     return path
 
 
+def _registered(root: Path, package: str) -> list[str]:
+    """The resources listed in RESOURCES of serving/resources.py, in order."""
+    lines = (root / RESOURCES_MODULE.format(package=package)).read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("RESOURCES"))
+    end = next(i for i in range(start, len(lines)) if lines[i].startswith("]"))
+    return [line.strip().rstrip(",") for line in lines[start + 1 : end] if line.strip()]
+
+
 def _unregister(root: Path, package: str, plural: str) -> Path:
     path = root / RESOURCES_MODULE.format(package=package)
     dropped = {f"from ..{plural} import RESOURCE as {plural}", f"{plural},"}
@@ -194,7 +203,8 @@ def add_resource(root: Path, singular: str, plural: str, spec: str) -> list[Path
     written.append(_write_migration(root, "migration_create.py.jinja", names, "create"))
     written.append(_register(root, package, plural))
     written.append(_add_to_readme(root, names))
-    return written
+    skipped = skip_resource(root, package, plural)  # yours: template updates leave it alone
+    return written if skipped is None else [*written, skipped]
 
 
 def remove_resource(root: Path, plural: str) -> list[Path]:
@@ -203,13 +213,21 @@ def remove_resource(root: Path, plural: str) -> list[Path]:
     folder = root / "src" / package / plural
     if not (folder / "routes.py").is_file():
         raise GenerateError(f"no resource {plural!r}: src/{package}/{plural}/routes.py is missing")
+    if _registered(root, package) == [plural]:
+        # The service, its tests and the load test need one resource at least: refused before
+        # anything is touched (docs/adding-a-resource.md, "Removing a resource").
+        raise GenerateError(
+            f"{plural} is the last resource: add the one that replaces it first (make resource)"
+        )
     shutil.rmtree(folder)
     shutil.rmtree(root / "tests" / plural, ignore_errors=True)
     (root / "clients" / "check" / f"{plural}.ts").unlink(missing_ok=True)
     names = Names(plural.removesuffix("s") or plural, plural)
-    return [
+    written = [
         folder,
         _write_migration(root, "migration_drop.py.jinja", names, "drop"),
         _unregister(root, package, plural),
         _remove_from_readme(root, plural),
     ]
+    unskipped = unskip_resource(root, package, plural)
+    return written if unskipped is None else [*written, unskipped]

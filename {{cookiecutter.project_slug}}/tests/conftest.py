@@ -28,9 +28,9 @@ from devdb import ThrowawayPostgres, free_port
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
 {%- if cookiecutter.auth == "jwt" %}
-from loadtest.issuer import Issuer
+from loadtest.drive.issuer import Issuer
 {%- endif %}
-from loadtest.service import wait_until_healthy
+from loadtest.drive.service import wait_until_healthy
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from {{ cookiecutter.package_name }}.db import Database
@@ -129,7 +129,7 @@ def database_url(server_url: str) -> Iterator[str]:
     asyncio.run(run_sql(server_url, f'CREATE DATABASE "{name}"'))
     url = with_database(server_url, name)
     subprocess.run(
-        [sys.executable, "-m", "alembic", "upgrade", "head"],
+        [sys.executable, "-m", "alembic", "upgrade", "heads"],
         cwd=PROJECT_ROOT,
         env={**os.environ, "DATABASE_URL": url},
         check=True,

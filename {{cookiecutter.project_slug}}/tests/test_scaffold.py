@@ -1,9 +1,11 @@
 """scaffold/: the field spec's grammar, what each field becomes, and the names it refuses."""
 
 import shutil
+import tomllib
 from pathlib import Path
 
 import pytest
+from scaffold.__main__ import main
 from scaffold.generate import GenerateError, add_resource, remove_resource
 from scaffold.names import resource_name_problems
 from scaffold.spec import SpecError, parse
@@ -98,8 +100,9 @@ def test_resource_names_are_checked(singular: str, plural: str, message: str | N
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    """A copy of this project's files the generator edits (sources, migrations, README)."""
-    for part in ("src", "migrations", "README.md"):
+    """A copy of this project's files the generator edits (sources, migrations, README, the
+    skip list of template updates in pyproject.toml)."""
+    for part in ("src", "migrations", "README.md", "pyproject.toml"):
         source = ROOT / part
         if source.is_dir():
             shutil.copytree(source, tmp_path / part, ignore=shutil.ignore_patterns("__pycache__"))
@@ -108,18 +111,23 @@ def project(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def test_add_then_remove_leaves_a_migration_each_and_the_list_as_it_was(project: Path) -> None:
+def test_add_then_remove_leaves_a_migration_each_and_the_lists_as_before(project: Path) -> None:
     (package,) = [path.parent.name for path in (project / "src").glob("*/__init__.py")]
     resources = project / "src" / package / "serving" / "resources.py"
     before = resources.read_text()
     heads = sorted((project / "migrations" / "versions").glob("*.py"))
+    pyproject = project / "pyproject.toml"
+    skipped_before = pyproject.read_text()
     add_resource(project, "widget_part", "widget_parts", "code:str(16):unique")
     assert "widget_parts," in resources.read_text()
     assert "### widget_parts" in (project / "README.md").read_text()
     schemas = (project / "src" / package / "widget_parts" / "schemas.py").read_text()
     assert "code: Annotated[str, Str(max_length=16), Unique()]" in schemas
+    skipped = tomllib.loads(pyproject.read_text())["tool"]["cruft"]["skip"]
+    assert {f"src/{package}/widget_parts", "tests/widget_parts"} <= set(skipped)
     remove_resource(project, "widget_parts")
     assert resources.read_text() == before
+    assert pyproject.read_text() == skipped_before
     assert "widget_parts" not in (project / "README.md").read_text()
     created, dropped = sorted((project / "migrations" / "versions").glob("*.py"))[len(heads) :]
     assert "CREATE TABLE widget_parts" in created.read_text()
@@ -131,3 +139,22 @@ def test_an_existing_resource_is_not_overwritten(project: Path) -> None:
     add_resource(project, "widget_part", "widget_parts", "code:str(16)")
     with pytest.raises(GenerateError, match="exists already"):
         add_resource(project, "widget_part", "widget_parts", "code:str(16)")
+
+
+def test_removing_the_last_resource_is_refused_with_one_line_and_touches_nothing(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (package,) = [path.parent.name for path in (project / "src").glob("*/__init__.py")]
+    resources = project / "src" / package / "serving" / "resources.py"
+    listed = resources.read_text().partition("\nRESOURCES")[2].partition("\n]")[0]
+    registered = [line.strip().rstrip(",") for line in listed.splitlines()[1:] if line.strip()]
+    for plural in registered[1:]:  # a project with more than one resource: down to its first
+        remove_resource(project, plural)
+    (last,) = registered[:1]
+    before = sorted(path.relative_to(project) for path in project.rglob("*"))
+    assert main(["--root", str(project), "remove", last]) == 2
+    error = capsys.readouterr().err
+    assert error.splitlines() == [
+        f"ERROR: {last} is the last resource: add the one that replaces it first (make resource)"
+    ]
+    assert sorted(path.relative_to(project) for path in project.rglob("*")) == before

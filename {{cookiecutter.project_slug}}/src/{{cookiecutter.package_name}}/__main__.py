@@ -1,20 +1,35 @@
-"""`python -m {{ cookiecutter.package_name }}`: the settings from the environment, then the server."""
+"""`python -m {{ cookiecutter.package_name }}`: the settings from the environment, then the server.
 
+`python -m {{ cookiecutter.package_name }} rotate-cursor-key`: a new key for the sorted pages'
+cursors, the old one still accepted; pods take it at their next start (a rollout).
+"""
+
+import asyncio
 import sys
 
 from pydantic import ValidationError
 
+from .kit.cursor_keys import rotate_cursor_key
 from .serving import server
 from .settings import Settings
 from .settings_sources import describe_error
 
+COMMANDS = ("rotate-cursor-key",)
 
-def main() -> int:
+
+def main(arguments: tuple[str, ...] = ()) -> int:
+    if (arguments and arguments[0] not in COMMANDS) or len(arguments) > 1:
+        print(f"usage: python -m {__package__} [{' | '.join(COMMANDS)}]", file=sys.stderr)
+        return 2
     try:
         settings = Settings()
     except ValidationError as error:
         print(describe_error(error), file=sys.stderr)
         return 2
+    if arguments == ("rotate-cursor-key",):
+        rotated_at = asyncio.run(rotate_cursor_key(settings))
+        print(f"cursor key rotated at {rotated_at}; restart the pods (a rollout) to sign with it")
+        return 0
     problem = server.framework_problem()
     if problem is not None:
         print(problem, file=sys.stderr)
@@ -23,4 +38,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(tuple(sys.argv[1:])))

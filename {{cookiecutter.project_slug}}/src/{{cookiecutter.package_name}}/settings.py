@@ -164,9 +164,8 @@ class Settings(EnvironmentThenSecretFiles):
     )
     cursor_secret: SecretStr | None = Field(
         None,
-        description="Key that signs the list pages' cursors (HMAC-SHA256), the same on every pod; "
-        "unset, each process signs with a random key of its own and a cursor fails (400) after a "
-        "restart or on another pod.",
+        description="Key that signs the list pages' cursors (HMAC-SHA256), overriding the one the "
+        "migrations keep in the database (table cursor_keys) that every pod shares; unset, that one.",
     )
     idempotency_ttl_seconds: int = Field(
         86400,
@@ -185,11 +184,21 @@ class Settings(EnvironmentThenSecretFiles):
         le=65535,
         description="Port of the /metrics listener, apart from traffic; 0 = none.",
     )
+    fast_dispatch: bool = Field(
+        True,
+        description="Requests reach their route without FastAPI's router (kit/dispatch.py); "
+        "false takes FastAPI's router for every request.",
+    )
     access_log: Literal["all", "errors", "off"] = Field(
         "all", description="Access log lines: every request, only 4xx/5xx and slow ones, or none."
     )
     access_log_sample: float = Field(
         1.0, ge=0, le=1, description="Fraction of successful requests logged when ACCESS_LOG=all."
+    )
+    profiling: bool = Field(
+        False,
+        description="A request with ?profile=1 gets pyinstrument's HTML profile of itself instead "
+        "of its answer (dev extra); refused when APP_ENV=prod.",
     )
 
     secrets_dir: Path = Field(
@@ -375,6 +384,9 @@ class Settings(EnvironmentThenSecretFiles):
             )
         if self.database_url is None and self.app_env != "dev":
             raise ValueError("DATABASE_URL is required unless APP_ENV=dev")
+        if self.profiling and self.app_env == "prod":
+            # Anyone could make any request run under the profiler and read the service's code.
+            raise ValueError("PROFILING=true is refused when APP_ENV=prod")
 {%- if cookiecutter.auth == "api_key" %}
         if not self.api_key_hashes and self.app_env != "dev":
             raise ValueError("API_KEY_HASHES is required unless APP_ENV=dev")

@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 {%- if cookiecutter.auth == "jwt" %}
-from loadtest.issuer import Issuer
+from loadtest.drive.issuer import Issuer
 {%- endif %}
 
 from {{ cookiecutter.package_name }}.db import Database

@@ -7,11 +7,9 @@ from typing import Any
 
 import asyncpg
 import pytest
-import structlog
-from loadtest.declared import seed_rows
-from pydantic import SecretStr
+from loadtest.plan.declared import seed_rows
 
-from {{ cookiecutter.package_name }}.kit import ProblemError, Resource, cursor_key, keyset, list_query
+from {{ cookiecutter.package_name }}.kit import ProblemError, Resource, list_query
 from {{ cookiecutter.package_name }}.kit.keyset import make_cursor, page_statement
 from {{ cookiecutter.package_name }}.serving.resources import RESOURCES
 
@@ -118,15 +116,3 @@ def test_the_statement_text_depends_on_which_filters_are_sent_not_on_their_value
     assert len(texts) == 1  # one prepared statement per combination: asyncpg's cache hits
     sorted_page = query.model_validate({nulls[0]: "true", "sort": name})
     assert page_statement(TABLE, "id", sorted_page, KEY)[0] not in texts
-
-
-def test_without_cursor_secret_the_process_signs_with_a_key_of_its_own_and_says_so_once(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(keyset, "_warned", False)
-    # A logger used by an earlier test caches its configuration and would bypass the capture.
-    monkeypatch.setattr(keyset, "logger", structlog.get_logger(keyset.__name__))
-    with structlog.testing.capture_logs() as logs:
-        assert cursor_key(None) == cursor_key(None)
-    assert [log["event"] for log in logs] == ["cursor_secret_unset"]
-    assert cursor_key(SecretStr("shared")) == b"shared"

@@ -15,6 +15,7 @@ from ..db import Connection, Database, Record
 from .auth import READ, WRITE
 {%- endif %}
 from .conditional import IfMatch, IfNoneMatch, etag, none_match, stale, versions_matching
+from .cursor_keys import cursor_key
 from .fields import (
     BigInt,
     Bool,
@@ -32,7 +33,7 @@ from .fields import (
     is_unique,
 )
 from .idempotency import IdempotencyKey, idempotently
-from .keyset import cursor_key, read_page
+from .keyset import read_page
 from .listing import Condition, Filterable, ListQuery, Sortable, list_query
 from .models import Declared, Page, Stored, changes_of
 from .numbers import INT64_MAX, INT64_MIN, JSON_EXACT_INTEGER

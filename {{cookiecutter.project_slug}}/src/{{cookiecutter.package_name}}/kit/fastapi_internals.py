@@ -6,13 +6,17 @@ any of them; the version range in pyproject.toml stops below the next release li
 bake's tests/kit/test_framework_contract.py holds each one to the shape used here. At run time a
 missing or reshaped name never means a weaker path: a route whose handler needs it runs FastAPI's
 standard handler, a parameter reader that needs it reads through `request_params_to_args`, and
-one log line says which name and why (see `problems`).
+one log line says which name and why (see `problems`). The dispatch (dispatch.py) reads how
+FastAPI's router mounts an included route and what it puts in the scope, and Starlette's
+exception handler tables: without any of them every request takes FastAPI's router.
 """
 
 import dataclasses
 import inspect
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
+from operator import attrgetter
 from types import ModuleType
 from typing import Any
 
@@ -20,6 +24,8 @@ from fastapi import _compat
 from fastapi import routing as fastapi_routing
 from fastapi.dependencies import models as dependency_models
 from fastapi.dependencies import utils as dependency_utils
+from starlette import convertors
+from starlette.middleware.exceptions import ExceptionMiddleware
 
 
 @dataclass(slots=True)
@@ -186,3 +192,109 @@ def dependency_plan_problem() -> str | None:
 def route_attribute_problem(route: Any) -> str | None:
     absent = [name for name in ROUTE_ATTRIBUTES if not hasattr(route, name)]
     return f"the route has no {', '.join(absent)}" if absent else None
+
+
+# --- The route table the dispatch (dispatch.py) derives from the app's own routes. ---
+# An include_router mount, and what it holds once FastAPI has built its routes' handlers.
+INCLUDED_ROUTER = Internal(fastapi_routing, "_IncludedRouter")
+EFFECTIVE_CANDIDATES = "effective_candidates"
+ROUTES_VERSION = "_get_routes_version"
+# What FastAPI's router puts in the scope of a request it routed to an included route.
+FASTAPI_SCOPE_KEY = Internal(fastapi_routing, "_FASTAPI_SCOPE_KEY")
+INCLUDED_ROUTER_KEY = Internal(fastapi_routing, "_FASTAPI_INCLUDED_ROUTER_KEY")
+EFFECTIVE_ROUTE_CONTEXT_KEY = Internal(fastapi_routing, "_FASTAPI_EFFECTIVE_ROUTE_CONTEXT_KEY")
+# Attributes of an included route's context (FastAPI's _EffectiveRouteContext) the dispatch reads.
+CONTEXT_ATTRIBUTES = (
+    "original_route",
+    "starlette_route",
+    "app",
+    "path",
+    "path_regex",
+    "param_convertors",
+    "methods",
+    "endpoint",
+)
+# Where Starlette's ExceptionMiddleware keeps the app's handlers, and the scope key under which
+# it hands them to request_response() (starlette/_exception_handler.py reads them there).
+EXCEPTION_TABLES = ("_exception_handlers", "_status_handlers")
+EXCEPTION_HANDLERS_SCOPE_KEY = "starlette.exception_handlers"
+# Set by FastAPI's AsyncExitStackMiddleware; FastAPI's standard handler asserts it is there.
+MIDDLEWARE_EXIT_STACK_KEY = "fastapi_middleware_astack"
+# The convertors whose pattern never matches a "/": a parameter is then one path segment.
+SEGMENT_CONVERTORS = (
+    convertors.StringConvertor,
+    convertors.IntegerConvertor,
+    convertors.FloatConvertor,
+    convertors.UUIDConvertor,
+)
+DISPATCH = (INCLUDED_ROUTER, FASTAPI_SCOPE_KEY, INCLUDED_ROUTER_KEY, EFFECTIVE_ROUTE_CONTEXT_KEY)
+
+
+@cache
+def dispatch_problems() -> tuple[str, ...]:
+    """What keeps the dispatch from deriving a route table, checked once; empty when nothing."""
+    problems = [internal.problem() for internal in DISPATCH]
+    included = getattr(fastapi_routing, INCLUDED_ROUTER.name, None)
+    if included is not None and not callable(getattr(included, EFFECTIVE_CANDIDATES, None)):
+        problems.append(f"{INCLUDED_ROUTER.qualname}.{EFFECTIVE_CANDIDATES} is missing")
+    if not callable(getattr(fastapi_routing.APIRouter, ROUTES_VERSION, None)):
+        problems.append(f"fastapi.routing.APIRouter.{ROUTES_VERSION} is missing")
+    if not isinstance(getattr(fastapi_routing.APIRouter(), ROUTES_CHANGES, None), int):
+        problems.append(f"fastapi.routing.APIRouter keeps no {ROUTES_CHANGES}")
+    if not all(hasattr(ExceptionMiddleware(None), name) for name in EXCEPTION_TABLES):  # type: ignore[arg-type]
+        problems.append("starlette's ExceptionMiddleware keeps no handler tables")
+    return tuple(filter(None, problems))
+
+
+# Each APIRouter's own count of changes to its routes (what ROUTES_VERSION adds up).
+ROUTES_CHANGES = "_routes_version"
+routes_changes = attrgetter(ROUTES_CHANGES)
+
+
+def routes_version(router: Any) -> int:
+    """FastAPI's own count of changes to the router and every router it includes."""
+    return int(getattr(router, ROUTES_VERSION)())
+
+
+def routers_in(router: Any) -> list[Any]:
+    """The router and every router it includes, however deep: what a route added to any of them
+    changes (each keeps its own count, ROUTES_CHANGES)."""
+    routers: list[Any] = []
+    pending, included_router = [router], INCLUDED_ROUTER.get()
+    while pending:
+        current = pending.pop()
+        if any(current is seen for seen in routers):
+            continue
+        routers.append(current)
+        pending += [r.original_router for r in current.routes if isinstance(r, included_router)]
+    return routers
+
+
+def mounted_in_order(routes: list[Any], included: Any = None) -> Iterator[tuple[Any, Any]]:
+    """(route or included route's context, the include_router mount it came through or None),
+    in the order FastAPI's router tries them: each mount's candidates in place."""
+    included_router = INCLUDED_ROUTER.get()
+    for route in routes:
+        if isinstance(route, included_router):
+            for candidate in getattr(route, EFFECTIVE_CANDIDATES)():
+                if isinstance(candidate, included_router):
+                    yield from mounted_in_order([candidate], included)
+                else:
+                    yield candidate, route
+        else:
+            yield route, included
+
+
+def context_problem(context: Any) -> str | None:
+    absent = [name for name in CONTEXT_ATTRIBUTES if not hasattr(context, name)]
+    return f"an included route has no {', '.join(absent)}" if absent else None
+
+
+def exception_tables(middleware: Any) -> tuple[dict[Any, Any], dict[int, Any]] | None:
+    """The handler tables of Starlette's ExceptionMiddleware, as it puts them in the scope."""
+    if not isinstance(middleware, ExceptionMiddleware):
+        return None
+    tables = tuple(getattr(middleware, name, None) for name in EXCEPTION_TABLES)
+    if not all(isinstance(table, dict) for table in tables):
+        return None
+    return tables  # type: ignore[return-value]

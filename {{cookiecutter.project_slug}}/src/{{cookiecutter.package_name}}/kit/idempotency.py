@@ -1,7 +1,7 @@
 """Idempotency-Key on POST (the IETF httpapi draft "The Idempotency-Key HTTP Header Field").
 
 A create sent with the header runs in one transaction with the record of its answer
-(migrations/versions/0000_idempotency_keys.py): the lock on (client, key), the lookup, the write
+(migrations/machinery/0000_idempotency_keys.py): the lock on (client, key), the lookup, the write
 and the stored answer commit together or not at all. So, across pods, crashes and restarts, a
 retry either finds the answer of a write that committed and gets it again (`Idempotency-Replayed:
 true`, no new write), or finds nothing because the write rolled back, and runs it. The same key

@@ -11,8 +11,9 @@ is (none, on a value, on a NULL): a handful of texts per resource, each with $n 
 asyncpg's statement cache still hits. Values are bound, never written into the text.
 
 The cursor is opaque to clients: base64url of (sort, a fingerprint of the filters, last value,
-last id) and an HMAC-SHA256 of them with CURSOR_SECRET. A cursor altered, made for another sort
-or other filters, or garbage is a 400 problem naming `cursor`, never a wrong page.
+last id) and an HMAC-SHA256 of them with the key every pod shares (cursor_keys.py). A cursor
+altered, made for another sort or other filters, or garbage is a 400 problem naming `cursor`,
+never a wrong page.
 """
 
 import base64
@@ -20,36 +21,14 @@ import binascii
 import hashlib
 import hmac
 import json
-import secrets
 from typing import Any
 
-import structlog
-from pydantic import SecretStr
-
 from ..db import Connection
+from .cursor_keys import accepted_keys
 from .listing import Condition, ListQuery
 from .problems import ProblemError
 
-logger = structlog.get_logger(__name__)
-# The key when CURSOR_SECRET is unset: this process's own, so its cursors fail (400) on another
-# pod or after a restart.
-_PROCESS_KEY = secrets.token_bytes(32)
-_warned = False
 _MAC_BYTES = 16
-
-
-def cursor_key(secret: SecretStr | None) -> bytes:
-    global _warned
-    if secret is not None:
-        return secret.get_secret_value().encode()
-    if not _warned:
-        _warned = True
-        logger.warning(
-            "cursor_secret_unset",
-            detail="cursors are signed with a key of this process only; set CURSOR_SECRET so "
-            "that they hold across pods and restarts",
-        )
-    return _PROCESS_KEY
 
 
 def _fingerprint(query: ListQuery) -> str:
@@ -80,8 +59,10 @@ def read_cursor(query: ListQuery, key: bytes) -> tuple[str | None, int]:
     except (binascii.Error, ValueError):
         raise refused from None
     payload, mac = raw[:-_MAC_BYTES], raw[-_MAC_BYTES:]
-    expected = hmac.new(key, payload, hashlib.sha256).digest()[:_MAC_BYTES]
-    if len(raw) <= _MAC_BYTES or not hmac.compare_digest(mac, expected):
+    if len(raw) <= _MAC_BYTES or not any(
+        hmac.compare_digest(mac, hmac.new(accepted, payload, hashlib.sha256).digest()[:_MAC_BYTES])
+        for accepted in accepted_keys(key)
+    ):
         raise refused
     sort, fingerprint, value, row_id = json.loads(payload)
     if sort != query.sort or fingerprint != _fingerprint(query):  # type: ignore[attr-defined]

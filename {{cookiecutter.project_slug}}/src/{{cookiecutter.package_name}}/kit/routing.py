@@ -373,6 +373,14 @@ def build_route_handlers(app: FastAPI) -> list[HandlerChoice]:
     return choices
 
 
-def resource_router(prefix: str = "", *, tags: list[str | Enum] | None = None) -> APIRouter:
-    """The router of one resource: every route it declares runs as a FastRoute."""
-    return APIRouter(prefix=prefix, tags=tags, route_class=FastRoute)
+def resource_router(
+    prefix: str = "", *, tags: list[str | Enum] | None = None, **options: Any
+) -> APIRouter:
+    """The router of one resource: every route it declares runs as a FastRoute.
+
+    Takes APIRouter's keyword arguments (`dependencies=[Depends(guard)]`, `responses`,
+    `deprecated`, ...), so a guard is added as with any FastAPI router (issue #33).
+    """
+    if "route_class" in options:
+        raise TypeError("resource_router() routes are FastRoutes: route_class cannot be changed")
+    return APIRouter(prefix=prefix, tags=tags, route_class=FastRoute, **options)

@@ -14,9 +14,9 @@ from ..db import Database
 {%- if cookiecutter.auth == "jwt" %}
 from ..kit.auth import verifying_tokens
 {%- endif %}
+from ..kit.cursor_keys import load_cursor_keys
 from ..kit.errors import install_error_handlers
 from ..kit.idempotency import sweep_expired_keys
-from ..kit.keyset import cursor_key
 from ..kit.openapi import operation_id
 from ..kit.routing import build_route_handlers
 from ..kit.state import STATE_KEY, ServiceState
@@ -80,8 +80,8 @@ def create_app(
         metrics.watch_pool(database.pool)
         logger.info("pool_opened", min_size=settings.pool_min_size, max_size=settings.pool_max_size)
         build_route_handlers(app)
-        # Said at start-up, not in the first list request's log context, when CURSOR_SECRET is unset.
-        cursor_key(settings.cursor_secret)
+        # The cursors' key every pod shares, from the database unless CURSOR_SECRET overrides it.
+        await load_cursor_keys(database, settings.cursor_secret)
         loop_lag = asyncio.create_task(metrics.watch_loop_lag())
         unwatch_collector = metrics.watch_collector()
         sweeping = asyncio.create_task(sweep_expired_keys(database, IDEMPOTENCY_SWEEP_SECONDS))

@@ -11,6 +11,8 @@ with one line naming the piece; without the overload global, uvicorn answers its
 """
 
 import inspect
+import re
+from collections.abc import Iterable
 from typing import Any
 
 import uvicorn
@@ -104,4 +106,56 @@ def _config_attributes() -> str:
 def overload_problem() -> str | None:
     if not callable(getattr(httptools_impl, OVERLOAD_APP, None)):
         return f"uvicorn.protocols.http.httptools_impl.{OVERLOAD_APP} is missing"
+    return None
+
+
+# uvicorn's httptools `send` checks every response header's name and value against these two
+# module-level patterns, on every response (`HEADER_RE.search(name)`, `HEADER_VALUE_RE.search`).
+HEADER_PATTERNS = ("HEADER_RE", "HEADER_VALUE_RE")
+
+
+class CheckedOnce(dict[bytes, None]):
+    """Stands in for one of uvicorn's header patterns: `search` answers from this dict, in C, for
+    the names and values checked against uvicorn's own pattern once at start-up (None: nothing
+    invalid found), and runs that pattern, as uvicorn does, on anything else (an ETag, a length,
+    an id: the values that change)."""
+
+    def __init__(self, pattern: "re.Pattern[bytes]", known: Iterable[bytes]) -> None:
+        super().__init__((value, None) for value in known if pattern.search(value) is None)
+        self.pattern = pattern
+        self.search = self.__getitem__
+
+    def __missing__(self, value: bytes) -> "re.Match[bytes] | None":
+        return self.pattern.search(value)
+
+
+def header_check_problem() -> str | None:
+    """Why the header patterns cannot be stood in for, or None."""
+    for name in HEADER_PATTERNS:
+        pattern = getattr(httptools_impl, name, None)
+        if not isinstance(pattern, (re.Pattern, CheckedOnce)):
+            return f"uvicorn.protocols.http.httptools_impl.{name} is not a regular expression"
+    try:
+        source = inspect.getsource(httptools_impl.RequestResponseCycle.send)
+    except (OSError, TypeError, AttributeError):
+        return "uvicorn's RequestResponseCycle.send has no readable source"
+    absent = [name for name in HEADER_PATTERNS if f"{name}.search(" not in source]
+    if absent:
+        return f"RequestResponseCycle.send no longer calls {', '.join(absent)}.search"
+    return None
+
+
+def check_headers_once(names: Iterable[bytes], values: Iterable[bytes]) -> str | None:
+    """Let uvicorn's `send` skip its two regular expressions for these header names and values,
+    checked here once against the same patterns; return why not when uvicorn has changed."""
+    problem = header_check_problem()
+    if problem is not None:
+        return problem
+    patterns = {name: getattr(httptools_impl, name) for name in HEADER_PATTERNS}
+    originals = {
+        name: pattern.pattern if isinstance(pattern, CheckedOnce) else pattern
+        for name, pattern in patterns.items()
+    }
+    httptools_impl.HEADER_RE = CheckedOnce(originals["HEADER_RE"], names)  # type: ignore[assignment]
+    httptools_impl.HEADER_VALUE_RE = CheckedOnce(originals["HEADER_VALUE_RE"], values)  # type: ignore[assignment]
     return None

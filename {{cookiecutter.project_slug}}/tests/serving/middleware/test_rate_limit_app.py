@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 {%- if cookiecutter.auth == "jwt" %}
-from loadtest.issuer import Issuer
+from loadtest.drive.issuer import Issuer
 {%- endif %}
 
 {% if cookiecutter.auth == "api_key" %}from {{ cookiecutter.package_name }}.kit.auth import digest

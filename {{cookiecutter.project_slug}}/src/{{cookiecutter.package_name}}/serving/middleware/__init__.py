@@ -14,6 +14,7 @@ from ...health.routes import PROBE_PATHS
 {%- if cookiecutter.auth != "none" %}
 from ...kit.auth import CREDENTIAL_HEADER, credential
 {%- endif %}
+from ...kit.dispatch import FastDispatch
 from ...observability.metrics import Metrics
 from ...settings import Settings
 from ..metrics_listener import METRICS_PATH
@@ -25,6 +26,7 @@ from .edge.request_id import TrustedPeers
 from .edge.request_metrics import RequestMetrics
 from .head import HeadAsGetMiddleware
 from .path import EncodedSlashMiddleware
+from .profiling import ProfilingMiddleware
 from .rate_limit import {% if cookiecutter.auth == "none" %}Credential, {% endif %}RateLimitMiddleware
 
 if TYPE_CHECKING:
@@ -58,8 +60,8 @@ def middleware_stack(
     preflights after that. The rate limit (RATE_LIMIT_RPS > 0) comes next: it reads the client's
     address as the proxy vouched for it, a preflight never spends a client's tokens, and its 429
     still carries the CORS headers a browser needs. An encoded slash in the path (path.py) is
-    refused right after the edge, before anything reads the path. The body limit refuses a body too large before
-    it is waited for; admission then waits for the body (a request whose body has not come does
+    refused right after the edge, before anything reads the path. The body limit refuses a body
+    too large before it is waited for; admission then waits for the body (a request whose body has not come does
     no work and holds no slot, #40) and refuses a request past MAX_IN_FLIGHT before the app does
     any work for it; HEAD-as-GET sits right before routing. The layers before admission are
     header checks of a few microseconds, without I/O."""
@@ -107,7 +109,10 @@ def middleware_stack(
         if settings.rate_limit_rps
         else []
     )
+    # PROFILING=true (never in production, settings.py): outermost, so a profile covers every layer.
+    profiling = [Middleware(ProfilingMiddleware)] if settings.profiling else []
     return [
+        *profiling,
         *(tracing.middleware([*PROBE_PATHS, METRICS_PATH]) if tracing is not None else []),
         Middleware(
             EdgeMiddleware, metrics=RequestMetrics(metrics), access_log=access_log, trusted=trusted
@@ -123,4 +128,6 @@ def middleware_stack(
         ),
         Middleware(AdmissionMiddleware, limit=settings.max_in_flight, metrics=metrics),
         Middleware(HeadAsGetMiddleware),
+        # Innermost: a request for a FastRoute reaches it without FastAPI's router (kit/dispatch.py).
+        *([Middleware(FastDispatch)] if settings.fast_dispatch else []),
     ]

@@ -26,6 +26,8 @@ _DOCS_PATHS = frozenset({"/docs", "/docs/oauth2-redirect", "/redoc"})
 
 
 _API = [*_COMMON, *_API_ONLY]
+# Every header this module may add: uvicorn's per-response check is made once for these (server.py).
+EVERY_HEADER = (*_COMMON, *_API_ONLY, _HSTS)
 _DOCS = list(_COMMON)
 
 

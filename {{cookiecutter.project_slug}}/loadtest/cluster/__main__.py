@@ -1,0 +1,5 @@
+import sys
+
+from .manifest import main
+
+sys.exit(main())

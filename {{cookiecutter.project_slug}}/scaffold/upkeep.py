@@ -1,0 +1,115 @@
+"""What a template update leaves alone, and `make template-update`.
+
+cruft re-bakes the template at the project's commit and at the new one and applies the
+difference. The list of what it must not touch, because it is yours, is `[tool.cruft] skip` in
+pyproject.toml (cruft reads it beside .cruft.json's, and unlike .cruft.json, which cruft writes
+after the bake's hook has run, it is there from the bake on): the locks (`uv.lock` and its pip
+export `requirements.lock.txt`), your migrations
+(`migrations/versions`), the resources list, and every resource's folder and tests, which
+`make resource` and `make resource-remove` add and take out here. The machinery's migrations
+(`migrations/machinery/`) are not in it: one the template adds later arrives, on a branch of
+its own that `alembic upgrade heads` applies after yours.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+PYPROJECT = "pyproject.toml"
+# Written by the bake's hook: the template commit the project was baked (or last updated) from,
+# for `cruft link --checkout` when the project was baked without cruft.
+TEMPLATE_COMMIT = ".template-commit"
+# Set for cruft's renders during `make template-update`: the hook then writes no uv.lock.
+UPDATE_ENV = "TEMPLATE_UPDATE"
+_SKIP = re.compile(r"^\[tool\.cruft\]\n(?:.*\n)*?skip = \[\n((?:    .*\n)*)\]", re.MULTILINE)
+
+
+def resource_paths(package: str, plural: str) -> list[str]:
+    """A resource's own paths, as cruft's skip list names them."""
+    return [f"src/{package}/{plural}", f"tests/{plural}"]
+
+
+def _edit_skip(root: Path, add: list[str], remove: list[str]) -> Path | None:
+    path = root / PYPROJECT
+    text = path.read_text()
+    found = _SKIP.search(text)
+    if found is None:
+        return None  # no [tool.cruft] skip list: a project that opted out of cruft
+    entries = [line.strip().rstrip(",").strip('"') for line in found.group(1).splitlines()]
+    entries = [entry for entry in entries if entry not in remove]
+    entries += [entry for entry in add if entry not in entries]
+    lines = "".join(f'    "{entry}",\n' for entry in entries)
+    path.write_text(text[: found.start(1)] + lines + text[found.end(1) :])
+    return path
+
+
+def skip_resource(root: Path, package: str, plural: str) -> Path | None:
+    return _edit_skip(root, resource_paths(package, plural), [])
+
+
+def unskip_resource(root: Path, package: str, plural: str) -> Path | None:
+    return _edit_skip(root, [], resource_paths(package, plural))
+
+
+def _run(root: Path, *command: str, env: dict[str, str] | None = None) -> int:
+    print("$", " ".join(command), flush=True)
+    return subprocess.run(list(command), cwd=root, env=env, check=False).returncode
+
+
+def _output(root: Path, *command: str) -> str:
+    done = subprocess.run(list(command), cwd=root, capture_output=True, text=True, check=False)
+    return done.stdout
+
+
+def _cruft() -> list[str]:
+    found = shutil.which("cruft")
+    return [found] if found else ["uvx", "--from", "cruft>=2.15,<3", "cruft"]
+
+
+def conflicts(root: Path) -> list[str]:
+    """Files left to resolve by hand: unmerged, with conflict markers, or a .rej file."""
+    unmerged = _output(root, "git", "diff", "--name-only", "--diff-filter=U").split()
+    marked = _output(root, "git", "grep", "-l", "-E", "^(<<<<<<<|>>>>>>>) ").split()
+    rejected = [str(path.relative_to(root)) for path in root.rglob("*.rej")]
+    return sorted({*unmerged, *marked, *rejected})
+
+
+def template_update(root: Path) -> int:
+    """cruft update, then the lock, what is derived, lint and tests; says what changed."""
+    if not (root / ".cruft.json").is_file():
+        record = root / TEMPLATE_COMMIT
+        commit = record.read_text().strip() if record.is_file() else "<the commit you baked from>"
+        print(
+            "No .cruft.json: link the project to its template at the commit it was baked from, "
+            f"commit, then run this again:\n  cruft link <template> --checkout {commit}",
+            file=sys.stderr,
+        )
+        return 2
+    if _output(root, "git", "status", "--porcelain").strip():
+        print("Commit or stash your changes first: cruft applies the update to a clean tree.")
+        return 2
+    updated = _run(
+        root, *_cruft(), "update", "--skip-apply-ask", env={**os.environ, UPDATE_ENV: "1"}
+    )
+    if updated != 0:
+        return updated
+    left = conflicts(root)
+    uv = shutil.which("uv")
+    steps: list[tuple[str, ...]] = []
+    if not left and (root / "uv.lock").is_file() and uv is not None:
+        # pyproject.toml's bounds may have moved: uv.lock and requirements.lock.txt, one target.
+        steps.append(("make", "--no-print-directory", "lock"))
+    steps.append((sys.executable, "deploy/helm/chart_readme.py"))
+    failed = [step for step in steps if _run(root, *step) != 0]
+    print("\nChanged by the update (staged; review with `git diff --cached`):")
+    print(_output(root, "git", "status", "--short") or "  nothing: the project was up to date")
+    print("Left alone (yours, [tool.cruft] skip in pyproject.toml): the locks, your migrations,")
+    print("  the resources list and every resource's folder and tests.")
+    if left:
+        print("Conflicts to resolve by hand, then `make lint test`:", *left, sep="\n  ")
+        return 1
+    checks = [_run(root, "make", target) for target in ("lint", "test")]
+    return 1 if failed or any(checks) else 0

@@ -1,0 +1,263 @@
+"""FastDispatch: a request reaches its route without FastAPI's router and its inner middleware.
+
+The innermost layer of the service's stack (serving/middleware). For a request FastAPI's router
+would send to a FastRoute with its fast handler, it does what the router, Starlette's
+ExceptionMiddleware and FastAPI's AsyncExitStackMiddleware would do for it, and runs the app
+FastAPI built for that route (request_response around the route's handler: its exit stacks, its
+exception handling with the app's own handler tables). Everything else (no route, 405, a route on
+FastAPI's standard handler, a mount, a root_path) goes down the standard stack, untouched.
+
+The table is derived from the app's own routes (`app.routes`, the included routers' candidates
+FastAPI itself matches against), never from a second list: per request, the first route in
+FastAPI's order whose literal segments equal the path's is confirmed by that route's own
+`path_regex` and convertors, so the route chosen is the one FastAPI's router chooses. It is
+derived again whenever FastAPI's count of route changes moves (a route or router added after
+start-up). What it cannot prove equivalent switches it off for the app, logged once: a mount or
+host route, a path parameter that may span segments, form limits, or FastAPI and Starlette
+internals (fastapi_internals.py) missing or reshaped.
+"""
+
+import weakref
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from operator import itemgetter
+from typing import Any
+
+import structlog
+from fastapi import FastAPI
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from . import fastapi_internals as internals
+from .routing import FastRoute
+
+logger = structlog.get_logger(__name__)
+
+_logged: set[str] = set()
+
+
+def _log_once(event: str, **fields: Any) -> None:
+    key = f"{event}:{sorted(fields.items())}"
+    if key not in _logged:
+        _logged.add(key)
+        logger.warning(event, **fields)
+
+
+class NotEquivalent(Exception):
+    """The app has something the dispatch cannot prove it routes as FastAPI's router does."""
+
+
+@dataclass(slots=True)
+class _Candidate:
+    """One route, in FastAPI's order: its literal segments and, when the dispatch may run it,
+    what FastAPI's router would have put in the scope."""
+
+    segments: int
+    literals: Any  # itemgetter of the literal segments' positions (None: no literal segment)
+    expected: Any  # what it gives for a path of this route: a segment, or a tuple of them
+    path_regex: Any
+    convertors: dict[str, Any]
+    methods: frozenset[str] | None
+    app: ASGIApp | None  # None: FastAPI's standard stack answers it
+    fastapi_scope: dict[str, Any]
+    endpoint: Any
+    route: Any
+
+
+def _fast_paths(app: FastAPI) -> set[tuple[str, tuple[str, ...]]]:
+    """(path, methods) of every mount whose FastRoute runs its fast handler in this app."""
+    fast: set[tuple[str, tuple[str, ...]]] = set()
+    for context in internals.ITER_ROUTE_CONTEXTS.get()(app.router.routes):
+        route = context.original_route
+        if isinstance(route, FastRoute):
+            for choice in getattr(route, "choices", {}).get(app, []):
+                if choice.fast:
+                    fast.add((choice.path, choice.methods))
+    return fast
+
+
+def _candidate(route: Any, included: Any, fast: set[tuple[str, tuple[str, ...]]]) -> _Candidate:
+    """`route` as FastAPI's router matches it: a route of the app, or an included route's context."""
+    context = None
+    target = route
+    if included is not None:
+        problem = internals.context_problem(route)
+        if problem is not None:
+            raise NotEquivalent(problem)
+        if route.starlette_route is not None:  # a plain Starlette route in an included router
+            target = route.starlette_route
+        else:
+            context = route
+    if hasattr(target, "routes") or getattr(target, "path_regex", None) is None:
+        # A mount or a host: FastAPI's router would hand it more than a match.
+        raise NotEquivalent(f"{type(target).__name__} at {getattr(target, 'path', '?')}")
+    for name, convertor in target.param_convertors.items():
+        if not isinstance(convertor, internals.SEGMENT_CONVERTORS):
+            raise NotEquivalent(f"{target.path}: the parameter {name} may span path segments")
+    methods = frozenset(target.methods) if target.methods else None
+    original = context.original_route if context is not None else route
+    runs_fast = (
+        context is not None
+        and context.app is not None
+        and isinstance(original, FastRoute)
+        and methods is not None
+        and (context.path, tuple(sorted(methods))) in fast
+    )
+    parts = target.path.split("/")
+    positions = [index for index, part in enumerate(parts) if "{" not in part]
+    return _Candidate(
+        segments=len(parts),
+        literals=itemgetter(*positions) if positions else None,
+        expected=itemgetter(*positions)(parts) if positions else None,
+        path_regex=target.path_regex,
+        convertors=target.param_convertors,
+        methods=methods,
+        app=context.app if runs_fast and context is not None else None,
+        fastapi_scope={
+            internals.INCLUDED_ROUTER_KEY.get(): included,
+            internals.EFFECTIVE_ROUTE_CONTEXT_KEY.get(): context,
+        },
+        endpoint=getattr(target, "endpoint", None),
+        route=original,
+    )
+
+
+@dataclass(slots=True)
+class RouteTable:
+    """The app's routes by number of path segments, each list in FastAPI's order."""
+
+    app: FastAPI
+    routers: list[Any]  # the app's router and every router it includes
+    versions: tuple[int, ...]  # the count of route changes of each, when derived
+    top_level: int  # len(app.router.routes): a route appended to the list directly changes it
+    by_segments: dict[int, list[_Candidate]]
+
+    @classmethod
+    def derive(cls, app: FastAPI) -> "RouteTable":
+        router = app.router
+        if getattr(router, "form_limits", None):
+            raise NotEquivalent("the app sets form limits")
+        fast = _fast_paths(app)
+        by_segments: dict[int, list[_Candidate]] = {}
+        for route, included in internals.mounted_in_order(list(router.routes)):
+            if included is not None and included.include_context.form_limits:
+                raise NotEquivalent("an included router sets form limits")
+            candidate = _candidate(route, included, fast)
+            by_segments.setdefault(candidate.segments, []).append(candidate)
+        routers = internals.routers_in(router)
+        versions = tuple(map(internals.routes_changes, routers))
+        return cls(app, routers, versions, len(router.routes), by_segments)
+
+    def is_current(self, app: Any) -> bool:
+        # FastAPI's routes_version walks every router per call; each router's own count, read
+        # in C, says the same (any change to any router moves its count): 4.6 us instead of 14.7
+        # (timeit in-process, by-id table, busy host).
+        return (
+            app is self.app
+            and len(app.router.routes) == self.top_level
+            and tuple(map(internals.routes_changes, self.routers)) == self.versions
+        )
+
+    def find(self, path: str, method: str) -> tuple[_Candidate, dict[str, Any]] | None:
+        """The route FastAPI's router would run for this request, when it is one the dispatch
+        runs, and its path parameters; None for anything else (FastAPI's stack answers)."""
+        if path.endswith("\n"):  # "$" in a route's pattern matches before a final newline
+            return None
+        parts = path.split("/")
+        last_regex = last_match = None
+        for candidate in self.by_segments.get(len(parts), ()):
+            # Each test is one FastAPI's Route.matches makes too; the cheap ones first.
+            if candidate.methods is not None and method not in candidate.methods:
+                continue  # FastAPI's router goes on looking for a full match, and so do we
+            if candidate.literals is not None and candidate.literals(parts) != candidate.expected:
+                continue
+            if candidate.path_regex is not last_regex:
+                last_regex, last_match = candidate.path_regex, candidate.path_regex.match(path)
+            if last_match is None:
+                continue
+            if candidate.app is None:
+                return None
+            params = {
+                name: candidate.convertors[name].convert(value)
+                for name, value in last_match.groupdict().items()
+            }
+            return candidate, params
+        return None
+
+
+# The dispatch of each app, so that a test can switch it off and compare (the differential test).
+_dispatches: "weakref.WeakKeyDictionary[FastAPI, FastDispatch]" = weakref.WeakKeyDictionary()
+
+
+def dispatch_of(app: FastAPI) -> "FastDispatch | None":
+    return _dispatches.get(app)
+
+
+class FastDispatch:
+    """Innermost middleware: the app it wraps is FastAPI's ExceptionMiddleware and what follows."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self.enabled = True
+        self._table: RouteTable | None = None
+        self._off_for: Any = None  # the app the dispatch found it cannot serve, until it changes
+        self._off_version: tuple[int, int] | None = None
+        problems = internals.dispatch_problems()
+        self._handlers = internals.exception_tables(app)
+        if self._handlers is None:
+            problems = (*problems, "the next layer is not Starlette's ExceptionMiddleware")
+        if problems:
+            _log_once("requests_take_fastapi_router", reason="; ".join(problems))
+            self.enabled = False
+
+    def _current_table(self, app: Any) -> RouteTable | None:
+        table = self._table
+        if table is not None and table.is_current(app):
+            return table
+        router = app.router
+        version = (internals.routes_version(router), len(router.routes))
+        if self._off_for is app and self._off_version == version:
+            return None
+        try:
+            table = RouteTable.derive(app)
+        except NotEquivalent as reason:
+            _log_once("requests_take_fastapi_router", reason=str(reason))
+            self._table, self._off_for, self._off_version = None, app, version
+            return None
+        self._table = table
+        _dispatches[app] = self
+        return table
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan" and self.enabled:
+            # Derived when the app starts, so that what it cannot serve is logged before traffic.
+            self._current_table(scope["app"])
+        if scope["type"] != "http" or not self.enabled or scope.get("root_path"):
+            await self.app(scope, receive, send)
+            return
+        app = scope["app"]
+        table = self._current_table(app)
+        found = table.find(scope["path"], scope["method"]) if table is not None else None
+        if found is None or "fastapi.telemetry" in scope:
+            await self.app(scope, receive, send)
+            return
+        candidate, params = found
+        # What Router.app, the included router and ExceptionMiddleware put in the scope on the
+        # way to this route (fastapi/routing.py: _update_scope, _handle_selected).
+        scope[internals.EXCEPTION_HANDLERS_SCOPE_KEY] = self._handlers
+        if "router" not in scope:
+            scope["router"] = app.router
+        fastapi_scope = scope.get(internals.FASTAPI_SCOPE_KEY.get())
+        if fastapi_scope is None:
+            scope[internals.FASTAPI_SCOPE_KEY.get()] = dict(candidate.fastapi_scope)
+        else:
+            fastapi_scope.update(candidate.fastapi_scope)
+        scope["endpoint"] = candidate.endpoint
+        inherited = scope.get("path_params")
+        scope["path_params"] = {**inherited, **params} if inherited else params
+        scope["route"] = candidate.route
+        assert candidate.app is not None
+        # What FastAPI's AsyncExitStackMiddleware does: the route's handler may fall back to
+        # FastAPI's standard one (routing.py), which needs this stack.
+        async with AsyncExitStack() as stack:
+            scope[internals.MIDDLEWARE_EXIT_STACK_KEY] = stack
+            await candidate.app(scope, receive, send)

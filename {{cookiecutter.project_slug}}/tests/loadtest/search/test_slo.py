@@ -1,0 +1,109 @@
+"""The SLO capacity search on services whose p99 at each rate is known exactly."""
+
+import math
+from collections.abc import Callable
+
+from loadtest.drive.engine import Step
+from loadtest.search.slo import Limits, Plan, passes, search
+
+LIMITS = Limits(max_p99_ms=50.0, max_error_rate=0.0)
+
+
+def _step(rate: float, p99_ms: float, errors: int = 0) -> Step:
+    return Step(
+        concurrency=None, rate=rate, seconds=5.0, requests=round(rate * 5), errors=errors,
+        rps=rate, p50_ms=p99_ms / 4, p95_ms=p99_ms / 2, p99_ms=p99_ms, max_ms=p99_ms * 2,
+        client_cpu=30.0, server_cpu=80.0,
+    )  # fmt: skip
+
+
+def _service(capacity: float, tried: list[float]) -> Callable[[float], Step]:
+    """A service whose p99 is within budget up to `capacity` and far beyond it above."""
+
+    def trial(rate: float) -> Step:
+        tried.append(rate)
+        return _step(rate, 5.0 if rate <= capacity else 400.0)
+
+    return trial
+
+
+def test_the_search_lands_within_its_precision_below_the_true_capacity() -> None:
+    for capacity, start in ((1234.0, 700.0), (1234.0, 5000.0), (88.0, 60.0)):
+        tried: list[float] = []
+        found = search(_service(capacity, tried), start, LIMITS, Plan(precision=0.05))
+        assert found.slo_rps is not None
+        assert 0.95 * capacity <= found.slo_rps <= capacity, (capacity, start, tried)
+        assert len(found.repeats) == 3
+        assert all(step.rate == found.slo_rps for step in found.repeats)
+
+
+def test_a_final_step_that_fails_on_repeat_is_not_claimed() -> None:
+    calls: list[float] = []
+
+    def flaky(rate: float) -> Step:
+        calls.append(rate)
+        # Passes up to 1,000 RPS the first time it is asked, but every repeat above 900 fails.
+        repeated = calls.count(rate) > 1
+        ok = rate <= (900 if repeated else 1000)
+        return _step(rate, 5.0 if ok else 400.0)
+
+    found = search(flaky, 600.0, LIMITS, Plan(precision=0.05))
+    assert found.slo_rps is not None
+    assert found.slo_rps <= 900
+    assert all(passes(step, LIMITS) for step in found.repeats)
+
+
+def test_one_unlucky_repeat_out_of_three_does_not_erase_the_capacity_but_shows_in_the_spread() -> (
+    None
+):
+    repeats_at_top: list[float] = []
+
+    def noisy(rate: float) -> Step:
+        if rate > 1000:
+            return _step(rate, 400.0)
+        repeats_at_top.append(rate)
+        unlucky = len(repeats_at_top) == 3  # one slow window, as a shared machine has
+        return _step(rate, 90.0 if unlucky else 5.0)
+
+    found = search(noisy, 1000.0, LIMITS, Plan(precision=0.05))
+    assert found.slo_rps == 1000.0
+    spread = found.spread()
+    assert spread is not None
+    assert spread["p99_max_ms"] == 90.0
+    assert spread["p99_min_ms"] == 5.0
+
+
+def test_errors_fail_a_trial_even_with_a_good_p99() -> None:
+    assert not passes(_step(100, 5.0, errors=1), LIMITS)
+    assert passes(_step(100, 5.0), LIMITS)
+    assert not passes(_step(100, math.nan), LIMITS)
+
+
+def test_a_service_that_never_meets_the_budget_has_no_slo_capacity() -> None:
+    found = search(lambda rate: _step(rate, 400.0), 1000.0, LIMITS, Plan(floor_rps=10.0))
+    assert found.slo_rps is None
+    assert found.trials
+    assert min(step.rate or 0 for step in found.trials) >= 10.0
+
+
+def test_one_stalled_trial_below_the_capacity_does_not_cap_the_search() -> None:
+    tried: list[float] = []
+
+    def stalled_once(rate: float) -> Step:
+        tried.append(rate)
+        stall = len(tried) == 3  # the machine stalls during the third trial, well below capacity
+        return _step(rate, 400.0 if stall or rate > 1234.0 else 5.0)
+
+    found = search(stalled_once, 700.0, LIMITS, Plan(precision=0.05))
+    assert found.slo_rps is not None
+    assert 0.95 * 1234.0 <= found.slo_rps <= 1234.0, tried
+    assert tried[2] == tried[3], "the missed trial was run again at its rate"
+
+
+def test_a_rate_fails_when_its_second_trial_misses_too() -> None:
+    tried: list[float] = []
+    found = search(_service(1234.0, tried), 700.0, LIMITS, Plan(precision=0.05))
+    failed = [rate for rate in tried if rate > 1234.0]
+    assert failed, tried
+    assert all(failed.count(rate) == 2 for rate in failed), tried
+    assert found.slo_rps is not None
