@@ -1,13 +1,12 @@
 """k6-operator manifests: the runners take the headers from a Secret, never from the ConfigMap."""
 
 import pytest
+from loadtest import project
+from loadtest.cluster import manifest as cluster
 from loadtest.drive.k6 import config
 from loadtest.plan.budget import load
 from loadtest.plan.declared import plural
 from loadtest.plan.headers import ENVIRONMENT
-
-from loadtest import project
-from loadtest.cluster import manifest as cluster
 
 from ...declared import first_resource
 

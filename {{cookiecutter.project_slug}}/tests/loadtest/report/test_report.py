@@ -5,7 +5,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
 from loadtest.report import chart, markdown, table
 
 
