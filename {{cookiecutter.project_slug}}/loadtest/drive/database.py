@@ -147,7 +147,8 @@ def describe(figures: dict[str, Any] | None) -> str:
     if figures.get("wal_syncs"):
         sync = figures.get("wal_sync_ms")
         each = "-" if not sync else f"{sync / figures['wal_syncs']:.2f}"
-        text += f"; WAL {(figures['wal_bytes'] or 0) / 2**20:.1f} MiB, {figures['wal_syncs']:.0f} syncs ({each} ms each)"
+        written = (figures.get("wal_bytes") or 0) / 2**10
+        text += f"; WAL {written:,.0f} KiB, {figures['wal_syncs']:.0f} syncs ({each} ms each)"
     if figures.get("checkpoints"):
         text += f"; {figures['checkpoints']} checkpoint(s) began"
     if figures.get("autovacuums"):

@@ -1,7 +1,7 @@
 """The host's speed on the server's core: the time of a fixed CPU loop, run there just after each
 step (#36). Steal time is one way a host slows; a busy hyperthread sibling, a lower clock or a
 noisy neighbour's cache are others, and none of them shows in the service's own CPU figure.
-`speed` = the fastest loop of the run's start / this loop: 1.0 at full speed, 0.7 when the same
+`speed` = the fastest loop of the run so far / this loop: 1.0 at full speed, 0.7 when the same
 work took 1.4 times as long."""
 
 import contextlib
@@ -55,4 +55,6 @@ class HostSpeed:
 
     def measure(self) -> dict[str, float]:
         now = loop_ms(self.core)
+        # Against the fastest loop of the run so far: a start on a busy host is no full speed.
+        self.baseline_ms = min(self.baseline_ms, now)
         return {"loop_ms": now, "host_speed": round(self.baseline_ms / now, 3) if now else 0.0}

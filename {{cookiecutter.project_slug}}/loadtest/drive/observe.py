@@ -69,7 +69,7 @@ def moved(now: dict[str, Any], baseline: dict[str, Any] | None) -> list[str]:
         speed = now.get("host_speed") or 1.0
         rise = f"CPU/request {then:g} -> {cost:g} µs"
         if speed < HOST_SLOW:
-            found.append(f"host slowed: {rise}, its loop at {speed:.0%} of the run's start")
+            found.append(f"host slowed: {rise}, its loop at {speed:.0%} of its best")
         else:
             found.append(f"service slowed: {rise} at full host speed ({speed:.0%})")
     return found

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from ..drive import describe
+from . import database
 from .chart import chart
 from .table import COLUMNS, cells
 
@@ -179,6 +180,7 @@ def markdown(results: dict[str, Any], chart: str | None) -> str:
             f"this engine {check['engine_rps']:,.0f} RPS, wrk {check['wrk_rps']:,.0f} RPS "
             f"(ratio {check['ratio']:.3f}; {'within' if check['agree'] else 'NOT within'} 15 %).",
         ]
+    lines += database.lines(results)
     if results.get("capacity_text"):
         lines += ["", "## Capacity", "", "```", results["capacity_text"], "```"]
     return "\n".join(lines) + "\n"

@@ -199,3 +199,27 @@ def test_the_markdown_states_the_database_the_run_wrote_to_and_its_disks_fsync()
     assert (
         "Its disk's fsync (pg_test_fsync, once a run): fdatasync: 0.8 ms a sync (1,250/s)." in text
     )
+
+
+def test_the_report_says_what_a_write_scenarios_tail_owes_to_the_database_from_its_own_runs() -> (
+    None
+):
+    results = _results([])
+    results["database"] = {
+        "settings": {},
+        "fsync": {"method": "fdatasync", "ms_per_sync": 4.3, "ops_per_s": 233.0},
+    }
+    db = {
+        "waits": {"LWLock:WALWrite": 2.5, "IO:WalSync": 0.9}, "seconds": 5.0, "wal_syncs": 600.0,
+        "wal_sync_ms": 2700.0, "checkpoints": 1, "autovacuums": {"items": 1},
+        "dead_tuples": {"items": 1200},
+    }  # fmt: skip
+    for step in results["scenarios"]["by_id"]["serving"]["runs"]:
+        step["evidence"] = {"db": db}
+    text = markdown.markdown(results, None)
+    assert "## What the write tail owes to the database" in text
+    assert "the disk's own fsync by fdatasync: 4.3 ms (pg_test_fsync)" in text
+    assert (
+        "| by_id | 6.5 | LWLock:WALWrite 2.50, IO:WalSync 0.90 | 120 | 4.50 | 3 | 3 | 1,200 |"
+        in text
+    )
