@@ -1,4 +1,5 @@
-"""Finish the baked project: lock dependencies when uv is present and print the next steps."""
+"""Finish the baked project: lock dependencies when uv is present (uv.lock, and its pins for pip
+in requirements.lock.txt) and print the next steps."""
 
 import shutil
 import subprocess
@@ -16,12 +17,28 @@ LOCK = LOCK_OPTION == "yes"
 def lock_dependencies() -> str:
     uv = shutil.which("uv")
     if uv is None:
-        return "uv not found: skipped uv.lock (pip install -e '.[dev]' works without it)"
+        return (
+            "uv not found: no lock written, `make install` takes pyproject.toml's ranges; "
+            "`make lock` with uv writes uv.lock and requirements.lock.txt"
+        )
     result = subprocess.run([uv, "lock", "--quiet"], capture_output=True, text=True, check=False)
     if result.returncode != 0:
         # A lock is a convenience, not a requirement of the bake: say why it is missing.
         return f"uv lock failed, no uv.lock written: {result.stderr.strip().splitlines()[-1:]}"
-    return "uv.lock written"
+    return f"uv.lock written, {export_lock_for_pip()}"
+
+
+def export_lock_for_pip() -> str:
+    """requirements.lock.txt: uv.lock's pins for pip, by the bake's `make pip-lock`, the one
+    place that export is written."""
+    make = shutil.which("make")
+    if make is None:
+        return "make not found: requirements.lock.txt not written (`make pip-lock`)"
+    command = [make, "--no-print-directory", "--silent", "pip-lock"]
+    result = subprocess.run(command, capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        return f"requirements.lock.txt not written: {result.stderr.strip().splitlines()[-1:]}"
+    return "requirements.lock.txt written for pip"
 
 
 def format_sources() -> None:

@@ -11,7 +11,13 @@ import pytest
 from .baking import bake, load_dev_module
 from .faults import Postgres
 from .figures import Figures
+from .needs import NeedsPlugin
 from .serving import Served, migrated_database, start_service
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # @pytest.mark.needs("wrk"): skips without the tool, and fails a test that runs one undeclared.
+    config.pluginmanager.register(NeedsPlugin(), "needs")
 
 
 @pytest.fixture(scope="session")

@@ -2,7 +2,6 @@
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -11,12 +10,9 @@ import pytest
 
 from tests.baking import TEMPLATE, VENV_BIN
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("valgrind") is None, reason="needs valgrind (.ci/run installs it)"
-)
-
 
 @pytest.mark.slow
+@pytest.mark.needs("valgrind", "wrk")
 def test_instructions_per_request_are_counted_for_each_app_and_workload(tmp_path: Path) -> None:
     out = tmp_path / "out"
     result = subprocess.run(

@@ -4,7 +4,6 @@ memory stays flat. Recorded in docs/reliability.md."""
 
 import csv
 import io
-import shutil
 import subprocess
 import threading
 from collections import Counter
@@ -47,7 +46,7 @@ class _RssSampler(threading.Thread):
             self.peak = max(self.peak, self.process.memory_info().rss)
 
 
-@pytest.mark.skipif(shutil.which("hey") is None, reason="hey (the load generator) is not installed")
+@pytest.mark.needs("hey")
 def test_overload_at_5x_the_in_flight_limit_is_shed_with_fast_503s(
     serve: Callable[..., Served], figures: Figures
 ) -> None:
@@ -104,12 +103,16 @@ def test_overload_at_5x_the_in_flight_limit_is_shed_with_fast_503s(
     assert set(statuses) <= {200, 503}, statuses
     assert admitted, "nothing was admitted"
     assert shed, "nothing was shed: the load did not exceed the limit"
-    # A refusal is answered in milliseconds: nothing but the admission check runs for it. One core
-    # both serves and refuses, so tails stretch; but in fractions of a second, not the seconds a
-    # queue would add, and no worse at the end of the burst than at its start.
-    assert percentile(shed, 0.5) < 0.05
-    assert percentile(shed, 0.99) < 0.5
-    assert percentile(admitted, 0.99) < 0.5
+    # Held to what this host showed, not to fixed figures (issue #38). A refusal waits for nothing
+    # but the loop's turn to read it, so it is answered sooner than an admitted request. An admitted
+    # one then waits for at most `limit` requests in flight: limit / throughput on average (Little's
+    # law), where a queue holding the whole load would make it 5x that. And no worse at the end of
+    # the burst than at its start. Tails are the host's: a shared machine that stalls for a second
+    # stalls refusals and admitted requests alike (p99 1.17 s and 1.79 s in one such run).
+    in_flight_wait = limit / (len(admitted) / seconds)
+    assert percentile(shed, 0.5) < percentile(admitted, 0.5)
+    assert percentile(shed, 0.99) <= percentile(admitted, 0.99)
+    assert percentile(admitted, 0.5) < percentile(shed, 0.5) + 2 * in_flight_wait
     assert halves[1] < 2 * halves[0] + 0.05
     assert sampler.peak - rss_before < 64 * 2**20
     assert [response.status_code for response in after] == [200] * 200

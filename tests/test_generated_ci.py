@@ -2,6 +2,7 @@
 hooks, the locked install and the audit."""
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -84,7 +85,15 @@ def test_ci_tests_the_oldest_versions_allowed_on_every_change_and_the_newest_rel
         "make install-newest UNCAPPED=${{ matrix.uncapped }}",
         "make test",
     ]
-    assert {entry["uncapped"] for entry in newest["strategy"]["matrix"]["include"]} == {"", "1"}
+    entries = newest["strategy"]["matrix"]["include"]
+    assert {(entry["uncapped"], entry["installer"]) for entry in entries} == {
+        ("", "uv"),
+        ("1", "uv"),
+        ("", "pip"),  # `make install-newest` without uv on PATH: the newest pip resolves alone
+    }
+    setups = {step.get("uses", "").split("@")[0]: step.get("if") for step in newest["steps"]}
+    assert setups["astral-sh/setup-uv"] == "matrix.installer == 'uv'"
+    assert setups["actions/setup-python"] == "matrix.installer == 'pip'"
     choices = json.loads((TEMPLATE / "cookiecutter.json").read_text())
     assert newest["env"]["UV_PYTHON"] == choices["_python_versions"][-1]
     assert all(jobs[name]["services"]["postgres"]["image"] == "postgres:17" for name in BOUNDS_JOBS)
@@ -105,6 +114,44 @@ def test_make_install_lowest_and_newest_install_the_bounds_of_pyproject_not_the_
     newest = _make_dry_run(default_project, "install-newest")
     assert newest[-1] == "uv pip install --python /venv/bin/python -e '.[dev,loadtest,tracing]'"
     assert not any("uv.lock" in line or "uv sync" in line for line in lowest + newest)
+
+
+def test_make_install_newest_takes_a_venv_with_a_current_pip_where_uv_is_missing(
+    default_project: Path,
+) -> None:
+    without_uv = os.pathsep.join(
+        folder for folder in os.environ["PATH"].split(os.pathsep) if not Path(folder, "uv").exists()
+    )
+    planned = run(default_project, "make", "-n", "install-newest", "VENV=/venv", PATH=without_uv)
+    assert planned.returncode == 0, planned.stderr
+    assert planned.stdout.splitlines() == [
+        "rm -rf /venv && python3 -m venv --upgrade-deps /venv",
+        "/venv/bin/pip install -q -e '.[dev,loadtest,tracing]'",
+    ]
+
+
+def test_opentelemetry_is_pinned_to_one_release_of_the_family_and_updated_as_one(
+    default_project: Path,
+) -> None:
+    """Its packages pin each other exactly and not every instrumentation publishes every beta:
+    open ranges let pip 23.2.1 mix two releases and give up (issue 32)."""
+    pyproject = tomllib.loads((default_project / "pyproject.toml").read_text())
+    tracing = pyproject["project"]["optional-dependencies"]["tracing"]
+    pins = dict(requirement.split("==") for requirement in tracing)
+    assert len(pins) == len(tracing) == 4
+    core = {pins["opentelemetry-sdk"], pins["opentelemetry-exporter-otlp-proto-http"]}
+    contrib = {
+        pins["opentelemetry-instrumentation-asgi"],
+        pins["opentelemetry-instrumentation-asyncpg"],
+    }
+    assert len(core) == len(contrib) == 1
+    # The family's numbering: core 1.N.p is released with contrib 0.(N+21)bp.
+    _, minor, patch = core.pop().split(".")
+    assert contrib.pop() == f"0.{int(minor) + 21}b{patch}"
+    config = yaml.safe_load((default_project / ".github" / "dependabot.yml").read_text())
+    (uv,) = [update for update in config["updates"] if update["package-ecosystem"] == "uv"]
+    assert uv["groups"]["opentelemetry"]["patterns"] == ["opentelemetry-*"]
+    assert "opentelemetry-*" in uv["groups"]["python"]["exclude-patterns"]
 
 
 def test_make_install_newest_uncapped_lifts_every_upper_bound_and_keeps_every_requirement(

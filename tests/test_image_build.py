@@ -30,11 +30,8 @@ from .serving import scratch_database, wait_until_answering
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(
-        not (shutil.which("buildah") and shutil.which("debootstrap") and os.geteuid() == 0),
-        reason="needs buildah and debootstrap, as root "
-        "(apt-get install buildah debootstrap; .ci/run does)",
-    ),
+    pytest.mark.needs("buildah", "debootstrap"),
+    pytest.mark.skipif(os.geteuid() != 0, reason="buildah's store and debootstrap need root"),
 ]
 STORE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "fastapi-1core" / "buildah"
 BASE = "python:3.11-slim-bookworm"

@@ -136,10 +136,16 @@ def _runner(bundle: Path, index: int, parallelism: int, name: str) -> list[str]:
 def test_two_runners_split_the_load_and_group_every_url_under_its_route_name(
     default_project: Path, served: Served, tmp_path: Path
 ) -> None:
+    # A p99 any host meets (30 s): the runners' exit codes then say whether they split the load,
+    # not how fast this machine was (the thresholds themselves: tests/test_loadtest.py's k6 tests).
+    budget = (default_project / "loadtest" / "budget.toml").read_text()
+    (tmp_path / "budget.toml").write_text(
+        budget.replace("max_p99_ms = 50.0", "max_p99_ms = 30000.0")
+    )
     config_map, test_run = _render(
         default_project, tmp_path / "k6.yaml",
         "--url", served.url, "--scenarios", "items.by_id,items.create", "--seconds", "2",
-        "--pods", "0.05",
+        "--pods", "0.05", "--budget", str(tmp_path / "budget.toml"),
     )  # fmt: skip
     bundle = _bundle(config_map, tmp_path / "test")
     # The initializer: k6 inspect of the mounted script, no environment (the config is beside it).
@@ -151,10 +157,9 @@ def test_two_runners_split_the_load_and_group_every_url_under_its_route_name(
         check=False,
     )
     assert inspected.returncode == 0, inspected.stderr
-    assert json.loads(inspected.stdout)["thresholds"].keys() >= {
-        "checks{scenario:items-by_id}",
-        "checks{scenario:items-create}",
-    }
+    thresholds = json.loads(inspected.stdout)["thresholds"]
+    assert thresholds.keys() >= {"checks{scenario:items-by_id}", "checks{scenario:items-create}"}
+    assert thresholds["http_req_duration{scenario:items-by_id}"] == ["p(99)<30000"]
 
     name = test_run["metadata"]["name"]
     runners = [

@@ -41,7 +41,8 @@ def knee_run(
     project: Path, database_url: str, tmp_path_factory: pytest.TempPathFactory
 ) -> dict[str, Any]:
     """One short `python -m loadtest` on two scenarios, `items.create` held to an impossible
-    budget of its own (a [resources.items.create] section over [scenarios.create])."""
+    budget of its own (a [resources.items.create] section over [scenarios.create]). Without the
+    wrk cross-check, so that it runs alike with and without wrk (`wrk_checked_run` has one)."""
     folder = tmp_path_factory.mktemp("knee")
     budget = (project / "loadtest" / "budget.toml").read_text()
     budget += "\n[resources.items.create]\nmin_rps = 1000000\n"
@@ -51,7 +52,7 @@ def knee_run(
         "--budget", str(folder / "budget.toml"), "--results", str(folder / "results"),
         "--helm-values", str(folder / "values-capacity.yaml"),
         "run", "--scenarios", "items.by_id,items.create", *QUICK, "--write-helm-values",
-        timeout=300, DATABASE_URL=database_url,
+        "--no-wrk", timeout=300, DATABASE_URL=database_url,
     )  # fmt: skip
     found = list((folder / "results").glob("*.json"))
     assert len(found) == 1, result.stdout[-3000:] + result.stderr[-3000:]
@@ -159,8 +160,28 @@ def test_knee_test_writes_report_chart_and_helm_values(knee_run: dict[str, Any])
     assert capacity["target_rps_per_pod"] == int(0.7 * capacity["slo_rps"])
 
 
-def test_knee_test_agrees_with_wrk_run_back_to_back(knee_run: dict[str, Any]) -> None:
-    check = knee_run["results"]["wrk_check"]
+@pytest.fixture(scope="module")
+def wrk_checked_run(
+    project: Path, database_url: str, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Any]:
+    """A shorter knee test of `items.by_id` alone, cross-checked with wrk (5 runs of 2 s)."""
+    folder = tmp_path_factory.mktemp("wrk-check")
+    result = run(
+        project, sys.executable, "-m", "loadtest", "--results", str(folder),
+        "run", "--scenarios", "items.by_id", "--concurrency", "2,8", "--step-seconds", "1.5",
+        "--warmup-seconds", "0.5", "--search-seconds", "1", "--repeats", "1",
+        "--seed-rows", "2000", timeout=180, DATABASE_URL=database_url,
+    )  # fmt: skip
+    found = list(folder.glob("*.json"))
+    assert len(found) == 1, result.stdout[-3000:] + result.stderr[-3000:]
+    results: dict[str, Any] = json.loads(found[0].read_text())
+    return results
+
+
+@pytest.mark.needs("wrk")
+def test_knee_test_agrees_with_wrk_run_back_to_back(wrk_checked_run: dict[str, Any]) -> None:
+    assert wrk_checked_run["scenarios"]["items.by_id"]["verdict"] != "client-bound"
+    check = wrk_checked_run["wrk_check"]
     assert check["scenario"] == "items.by_id"
     assert check["wrk_errors"] == 0
     # The docs hold a full-length run to 15 %. Two-second runs on a shared machine swing more, so
@@ -192,12 +213,21 @@ def _k6(project: Path, url: str, budget: Path, results: Path) -> subprocess.Comp
 def test_k6_passes_with_thresholds_generated_from_the_budget(
     project: Path, served: str, tmp_path: Path
 ) -> None:
-    result = _k6(project, served, project / "loadtest" / "budget.toml", tmp_path)
+    # A budget any host meets by a wide margin (a p99 of 30 s): what passes here is the budget's
+    # thresholds as k6 enforces them, not the host's speed. One it cannot meet fails (below).
+    budget = (
+        (project / "loadtest" / "budget.toml")
+        .read_text()
+        .replace("max_p99_ms = 50.0", "max_p99_ms = 30000.0")
+    )
+    (tmp_path / "budget.toml").write_text(budget)
+    result = _k6(project, served, tmp_path / "budget.toml", tmp_path)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     config = json.loads((tmp_path / "k6-config.json").read_text())
     thresholds = config["options"]["thresholds"]
     # k6 takes no dot in a scenario's name: `items.by_id` runs as `items-by_id`.
-    assert thresholds["http_req_duration{scenario:items-by_id}"] == ["p(99)<50"]
+    assert thresholds["http_req_duration{scenario:items-by_id}"] == ["p(99)<30000"]
+    assert thresholds["http_req_duration{scenario:items-create}"] == ["p(99)<30000"]
     assert thresholds["http_req_failed{scenario:items-create}"] == ["rate<=0"]
     rates = {
         name: item["stages"][-1]["target"] for name, item in config["options"]["scenarios"].items()
@@ -218,4 +248,5 @@ def test_k6_fails_when_the_budget_is_missed(project: Path, served: str, tmp_path
     assert result.returncode == 99, result.stdout[-3000:] + result.stderr[-3000:]
     assert "✗ 'p(99)<0.01'" in result.stdout
     assert "http_req_duration{scenario:items-by_id}" in result.stderr
+    assert "http_req_duration{scenario:items-create}" in result.stderr
     assert "have been crossed" in result.stderr

@@ -130,10 +130,13 @@ def test_the_engine_sends_the_tables_requests_in_its_proportions(
     _assert_mixed(load_loadtest(default_project, "plan.scenarios"), recorder.seen, 0.05)
 
 
+@pytest.mark.needs("wrk")
 def test_wrk_sends_the_tables_requests_in_its_proportions(
     default_project: Path, recorder: _RecordingServer
 ) -> None:
-    scenarios, wrk = (load_loadtest(default_project, name) for name in ("scenarios", "wrk"))
+    scenarios, wrk = (
+        load_loadtest(default_project, name) for name in ("plan.scenarios", "drive.wrk")
+    )
     lua = wrk.script(scenarios.SCENARIOS[f"{RESOURCE}.mixed"], low=1, high=100)
     figures = wrk.run(_url(recorder), lua, connections=2, seconds=1)
     assert figures["requests"] > 200, figures
@@ -143,10 +146,13 @@ def test_wrk_sends_the_tables_requests_in_its_proportions(
     assert max(ids) <= 100
 
 
+@pytest.mark.needs("wrk")
 def test_wrk_uses_each_id_of_an_operation_that_consumes_them_once_in_order(
     default_project: Path, recorder: _RecordingServer
 ) -> None:
-    scenarios, wrk = (load_loadtest(default_project, name) for name in ("scenarios", "wrk"))
+    scenarios, wrk = (
+        load_loadtest(default_project, name) for name in ("plan.scenarios", "drive.wrk")
+    )
     lua = wrk.script(((scenarios.OPERATIONS[f"{RESOURCE}.delete"], 1),), low=500, high=500)
     wrk.run(_url(recorder), lua, connections=2, seconds=1)
     assert set(_operations(scenarios, recorder.seen)) == {f"{RESOURCE}.delete"}

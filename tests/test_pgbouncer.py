@@ -8,7 +8,6 @@ asyncpg then only uses the unnamed statement, which lives and dies inside one tr
 import asyncio
 import os
 import pwd
-import shutil
 import stat
 import subprocess
 import time
@@ -23,13 +22,11 @@ import pytest
 
 from .baking import PYTEST, load_dev_module, load_module, run
 
-PGBOUNCER = shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"
+PGBOUNCER = "pgbouncer"  # on PATH (Debian's is /usr/sbin/pgbouncer), or every test here skips
 # PgBouncer refuses to run as root; devdb creates this user to run PostgreSQL the same way.
 SERVICE_USER = "embedded_postgres"
 
-pytestmark = pytest.mark.skipif(
-    not Path(PGBOUNCER).is_file(), reason="pgbouncer is not installed (.ci/run installs it)"
-)
+pytestmark = pytest.mark.needs("pgbouncer")
 
 
 def _version() -> tuple[int, int]:

@@ -42,7 +42,8 @@ WRITTEN = {
     "values-capacity.yaml": "make capacity",
     "k6-config.json": "make k6",
     "k6-summary.json": "make k6",
-    "uv.lock": "make install with uv, or a bake with lock_dependencies=yes",
+    "uv.lock": "make lock, make install with uv, or a bake with lock_dependencies=yes",
+    "requirements.lock.txt": "make lock, make pip-lock, or a bake with uv and lock_dependencies=yes",
     ".cruft.json": "cruft create or cruft link (docs/upgrading.md)",
 }
 _SKIPPED_FOLDERS = {"__pycache__", "node_modules", "build", "dist"}
