@@ -107,11 +107,13 @@ def search(
         if 2 * sum(passes(step, limits) for step in repeats) > len(repeats):
             result.slo_rps = low
             return result
-        if low <= budget_rps or not left:
-            break  # "none" only once the budget's own rate failed its repeats (#36)
+        if not left:
+            break
         low *= 1 - plan.precision
-        if left == 1:  # the last confirmation is at the budget's rate, when it is lower
-            low = min(low, max(budget_rps, plan.floor_rps))
+        if left == 1 and budget_rps < low:
+            # The last confirmation is at the budget's own rate: "none" then means even that
+            # rate failed its repeats (#36), never only that the steps ran out above it.
+            low = max(budget_rps, plan.floor_rps)
         if low < plan.floor_rps:
             break
     return result

@@ -142,3 +142,18 @@ def test_the_slo_capacity_is_none_only_when_the_budgets_own_rate_failed_its_repe
     found = search(never_on_repeat, 1000.0, LIMITS, Plan(precision=0.05), budget_rps=300.0)
     assert found.slo_rps is None
     assert found.confirmed_at[-1] == 300.0
+
+
+def test_a_budget_above_the_capacity_still_lets_failed_repeats_step_down_to_a_measured_one() -> (
+    None
+):
+    calls: list[float] = []
+
+    def flaky(rate: float) -> Step:
+        calls.append(rate)
+        ok = rate <= (900 if calls.count(rate) > 1 else 1000)  # repeats above 900 RPS fail
+        return _step(rate, 5.0 if ok else 400.0)
+
+    found = search(flaky, 600.0, LIMITS, Plan(precision=0.05), budget_rps=1_000_000.0)
+    assert found.slo_rps is not None  # measured, and judged below the budget elsewhere
+    assert found.slo_rps <= 900
