@@ -4,6 +4,7 @@ in requirements.lock.txt) and print the next steps."""
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 SLUG = "{{ cookiecutter.project_slug }}"
 RESOURCE = "{{ cookiecutter.resource }}"
@@ -60,6 +61,11 @@ def write_chart_readme() -> None:
     subprocess.run([sys.executable, "deploy/helm/chart_readme.py"], check=True)
 
 
+def write_settings_table() -> None:
+    """The README's settings table is generated from the Settings class (settings_table.py)."""
+    subprocess.run([sys.executable, "settings_table.py"], check=True)
+
+
 def generate_first_resource() -> None:
     """The first resource, rendered by the generator `make resource` runs (scaffold/)."""
     command = [
@@ -79,10 +85,14 @@ def main() -> int:
     generate_first_resource()
     format_sources()
     write_chart_readme()
+    write_settings_table()
     status = lock_dependencies() if LOCK else "lock_dependencies=no: uv.lock not written"
     print(f"Baked {SLUG} ({status}). Next steps:")
     print(f"  cd {SLUG}")
     print("  make install   # virtualenv with the service and its dev tools")
+    if not Path("openapi.json").is_file():
+        # Written from the app by the generator when this Python has the service's dependencies.
+        print("  make openapi   # openapi.json from the app's document (commit it)")
     print("  make dev       # throwaway PostgreSQL, migrations, server with reload on :8000")
     print("  make test      # the test suite on a real PostgreSQL")
     return 0

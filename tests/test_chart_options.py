@@ -8,11 +8,12 @@ from typing import Any
 import helm_python
 import pytest
 
-from .baking import load_dev_module
+from .baking import bake, load_dev_module
 from .charting import (
     DIGEST,
     EVERYTHING_ON,
     RELEASE,
+    chart_of,
     find,
     merge,
     pod_selectors,
@@ -214,3 +215,25 @@ def test_helm_test_script_passes_on_a_served_service_and_fails_without_one(
     failed = run_helm_test(chart, f"http://127.0.0.1:{port}")
     assert failed.returncode == 1
     assert failed.stdout.startswith("FAIL"), failed.stdout + failed.stderr
+
+
+# The first resource of issue 42's bake: an enum (whose declared example is None), a unique text,
+# a sort and an optional filtered date.
+ENUM_FIRST = (
+    "sku:str(32):unique total:money:sort kind:enum(retail|wholesale)=retail:filter due:date?:filter"
+)
+
+
+def test_helm_test_script_creates_a_row_of_a_first_resource_with_an_enum_field(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    project = bake(tmp_path, resource="order", resource_plural="orders", fields=ENUM_FIRST)
+    with migrated_database(project, postgres_url, "helm_test_enum") as url:
+        served = start_service(project, url, tmp_path / "service.log")
+        try:
+            result = run_helm_test(chart_of(project), served.url)
+        finally:
+            served.process.terminate()
+            served.process.wait(timeout=30)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "ok   POST /orders: 201" in result.stdout

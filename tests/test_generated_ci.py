@@ -47,6 +47,7 @@ def test_ci_workflow_lints_tests_audits_lints_the_chart_builds_the_image_and_smo
     steps = {name: " ; ".join(_runs(job)) for name, job in jobs.items()}
     assert "make lint" in steps["lint"]
     assert "make chart-readme CHECK=1" in steps["lint"]
+    assert "make settings-readme CHECK=1" in steps["lint"]
     assert "make test" in steps["test"]
     assert jobs["test"]["services"]["postgres"]["image"].startswith("postgres:")
     assert "make audit" in steps["audit"]

@@ -176,6 +176,43 @@ def test_a_bake_without_ruff_on_path_is_already_laid_out_as_ruff_would(
     assert layout.returncode == 0, layout.stdout
 
 
+# Every first resource the template's tests bake: each variant's, each of AFTER_BAKE's as a first
+# resource, and issue 42's (a unique field, whose conflict texts grow with the names).
+LAID_OUT = {
+    **{name: context for name, context in VARIANTS.items() if "fields" in context},
+    **{
+        step[1].removeprefix("NAME="): {
+            "resource": step[1].removeprefix("NAME="),
+            "resource_plural": step[1].removeprefix("NAME=") + "s",
+            "fields": step[2].removeprefix("FIELDS="),
+        }
+        for step in AFTER_BAKE
+    },
+    "order-unique-enum-sort-filter": {
+        "resource": "order",
+        "resource_plural": "orders",
+        "fields": "sku:str(32):unique total:money:sort"
+        " kind:enum(retail|wholesale)=retail:filter due:date?:filter",
+    },
+}
+
+
+@pytest.mark.parametrize("name", list(LAID_OUT))
+def test_every_field_spec_bakes_as_ruff_lays_it_out_without_ruff_on_path(
+    name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without ruff on PATH the hook formats nothing: the generator's own output must already be
+    what the bake's `make lint` (ruff check, ruff format --check) accepts, for every spec."""
+    folders = os.environ["PATH"].split(os.pathsep)
+    monkeypatch.setenv("PATH", os.pathsep.join(f for f in folders if not Path(f, "ruff").exists()))
+    assert shutil.which("ruff") is None
+    project = bake(tmp_path, **LAID_OUT[name])
+    check = run(project, "ruff", "check", "--no-cache", ".")
+    assert check.returncode == 0, check.stdout
+    layout = run(project, "ruff", "format", "--check", "--no-cache", ".")
+    assert layout.returncode == 0, layout.stdout
+
+
 def test_variant_passes_mypy_strict(variant: tuple[Path, dict[str, Any]]) -> None:
     project, _ = variant
     result = run(project, "mypy", "src", "tests")

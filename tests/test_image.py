@@ -110,7 +110,8 @@ def fresh_database(postgres_url: str) -> Iterator[str]:
 def test_image_command_serves_and_drains_outside_a_container(
     default_project: Path, fresh_database: str
 ) -> None:
-    """The Dockerfile's CMD with the Dockerfile's ENV, after compose's migrate command."""
+    """The Dockerfile's CMD with the Dockerfile's ENV and compose's app environment (as
+    `docker compose up` runs it), after compose's migrate command."""
     image_env, command, stop_signal = _dockerfile_runtime(default_project)
     compose = yaml.safe_load((default_project / "compose.yaml").read_text())
     migrate = run(
@@ -123,6 +124,7 @@ def test_image_command_serves_and_drains_outside_a_container(
     env = tool_env(
         default_project, **{key: value for key, value in image_env.items() if key != "PATH"}
     )
+    env |= {key: str(value) for key, value in compose["services"]["app"]["environment"].items()}
     env |= {"DATABASE_URL": fresh_database, "PORT": str(port)}
     argv = [sys.executable if command[0] == "python" else command[0], *command[1:]]
     process = subprocess.Popen(
@@ -135,6 +137,8 @@ def test_image_command_serves_and_drains_outside_a_container(
             f"{base}/items", json={"name": "crate", "price_cents": 1200}, timeout=5
         )
         assert created.status_code == 201, created.text
+        # compose.yaml's header and docs/deploying.md send the user to /docs.
+        assert httpx.get(f"{base}/docs", timeout=5).status_code == 200
         assert (
             httpx.get(f"{base}/items/{created.json()['id']}", timeout=5).json()["name"] == "crate"
         )

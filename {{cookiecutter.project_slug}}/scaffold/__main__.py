@@ -1,10 +1,12 @@
-"""`python -m scaffold add NAME PLURAL --fields SPEC` and `python -m scaffold remove PLURAL`."""
+"""`python -m scaffold add NAME PLURAL --fields SPEC`, `python -m scaffold remove PLURAL` (both
+rewrite openapi.json) and `python -m scaffold openapi` (writes it from create_app())."""
 
 import argparse
 import sys
 from pathlib import Path
 
 from .generate import GenerateError, add_resource, remove_resource
+from .openapi import refresh_document, write_document
 from .spec import SpecError
 
 
@@ -18,7 +20,11 @@ def main(argv: list[str] | None = None) -> int:
     add.add_argument("--fields", required=True, help="the field spec (scaffold/spec.py)")
     remove = commands.add_parser("remove", help="remove a resource; its migration drops the table")
     remove.add_argument("plural", help="the resource's plural (items)")
+    commands.add_parser("openapi", help="write openapi.json from the app's document")
     arguments = parser.parse_args(argv)
+    if arguments.command == "openapi":
+        print(write_document(arguments.root))
+        return 0
     try:
         if arguments.command == "add":
             plural = arguments.plural or f"{arguments.name}s"
@@ -33,7 +39,8 @@ def main(argv: list[str] | None = None) -> int:
     except (SpecError, GenerateError) as error:
         print(f"ERROR: {error}", file=sys.stderr)
         return 2
-    for path in written:
+    document = refresh_document(arguments.root)
+    for path in [*written, *([document] if document else [])]:
         print(path)
     return 0
 

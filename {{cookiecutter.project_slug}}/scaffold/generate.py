@@ -24,6 +24,8 @@ FILES = {
     "tests/test_repository.py.jinja": "tests/{plural}/test_repository.py",
     "tests/test_listing.py.jinja": "tests/{plural}/test_listing.py",
     "tests/test_listing_refusals.py.jinja": "tests/{plural}/test_listing_refusals.py",
+    "tests/test_client.py.jinja": "tests/{plural}/test_client.py",
+    "clients/check.ts.jinja": "clients/check/{plural}.ts",
 }
 RESOURCES_MODULE = "src/{package}/serving/resources.py"
 VERSIONS = Path("migrations/versions")
@@ -126,6 +128,14 @@ def _register(root: Path, package: str, plural: str) -> Path:
     return path
 
 
+def _registered(root: Path, package: str) -> list[str]:
+    """The resources listed in RESOURCES of serving/resources.py, in order."""
+    lines = (root / RESOURCES_MODULE.format(package=package)).read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("RESOURCES"))
+    end = next(i for i in range(start, len(lines)) if lines[i].startswith("]"))
+    return [line.strip().rstrip(",") for line in lines[start + 1 : end] if line.strip()]
+
+
 def _unregister(root: Path, package: str, plural: str) -> Path:
     path = root / RESOURCES_MODULE.format(package=package)
     dropped = {f"from ..{plural} import RESOURCE as {plural}", f"{plural},"}
@@ -201,8 +211,15 @@ def remove_resource(root: Path, plural: str) -> list[Path]:
     folder = root / "src" / package / plural
     if not (folder / "routes.py").is_file():
         raise GenerateError(f"no resource {plural!r}: src/{package}/{plural}/routes.py is missing")
+    if _registered(root, package) == [plural]:
+        # The service, its tests and the load test need one resource at least: refused before
+        # anything is touched (docs/adding-a-resource.md, "Removing a resource").
+        raise GenerateError(
+            f"{plural} is the last resource: add the one that replaces it first (make resource)"
+        )
     shutil.rmtree(folder)
     shutil.rmtree(root / "tests" / plural, ignore_errors=True)
+    (root / "clients" / "check" / f"{plural}.ts").unlink(missing_ok=True)
     names = Names(plural.removesuffix("s") or plural, plural)
     return [
         folder,

@@ -45,6 +45,9 @@ WRITTEN = {
     "uv.lock": "make lock, make install with uv, or a bake with lock_dependencies=yes",
     "requirements.lock.txt": "make lock, make pip-lock, or a bake with uv and lock_dependencies=yes",
     ".cruft.json": "cruft create or cruft link (docs/upgrading.md)",
+    "clients/python": "make client",
+    "clients/python/": "make client",
+    "clients/typescript/": "make client",
 }
 _SKIPPED_FOLDERS = {"__pycache__", "node_modules", "build", "dist"}
 _COMMENTED = {".toml", ".yaml", ".yml", ".ini", ".js"}

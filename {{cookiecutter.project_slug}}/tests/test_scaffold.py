@@ -4,6 +4,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from scaffold.__main__ import main
 from scaffold.generate import GenerateError, add_resource, remove_resource
 from scaffold.names import resource_name_problems
 from scaffold.spec import SpecError, parse
@@ -131,3 +132,22 @@ def test_an_existing_resource_is_not_overwritten(project: Path) -> None:
     add_resource(project, "widget_part", "widget_parts", "code:str(16)")
     with pytest.raises(GenerateError, match="exists already"):
         add_resource(project, "widget_part", "widget_parts", "code:str(16)")
+
+
+def test_removing_the_last_resource_is_refused_with_one_line_and_touches_nothing(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (package,) = [path.parent.name for path in (project / "src").glob("*/__init__.py")]
+    resources = project / "src" / package / "serving" / "resources.py"
+    listed = resources.read_text().partition("\nRESOURCES")[2].partition("\n]")[0]
+    registered = [line.strip().rstrip(",") for line in listed.splitlines()[1:] if line.strip()]
+    for plural in registered[1:]:  # a project with more than one resource: down to its first
+        remove_resource(project, plural)
+    (last,) = registered[:1]
+    before = sorted(path.relative_to(project) for path in project.rglob("*"))
+    assert main(["--root", str(project), "remove", last]) == 2
+    error = capsys.readouterr().err
+    assert error.splitlines() == [
+        f"ERROR: {last} is the last resource: add the one that replaces it first (make resource)"
+    ]
+    assert sorted(path.relative_to(project) for path in project.rglob("*")) == before

@@ -94,8 +94,8 @@ class Page[RowT: BaseModel](BaseModel):
     next_after: int | None = Field(
         description="Id order: pass as ?after= for the next page; null at the end (and when sorted)."
     )
+    # Required: every page has the key (null in id order), and a client types it `str | None`.
     next_cursor: str | None = Field(
-        None,
         description="Sorted (?sort=): pass as ?cursor= with the same sort and filters for the next "
         "page; null at the end (and in id order).",
     )

@@ -17,6 +17,7 @@ from ..kit.auth import verifying_tokens
 from ..kit.errors import install_error_handlers
 from ..kit.idempotency import sweep_expired_keys
 from ..kit.keyset import cursor_key
+from ..kit.openapi import operation_id
 from ..kit.routing import build_route_handlers
 from ..kit.state import STATE_KEY, ServiceState
 from ..observability.logging import configure_logging
@@ -117,6 +118,8 @@ def create_app(
         openapi_url="/openapi.json" if settings.docs_served else None,
         # A slash redirect is built from the Host header: an open redirect. /x/ is a 404 instead.
         redirect_slashes=False,
+        # Operation ids are the route functions' names: what the generated clients call them.
+        generate_unique_id_function=operation_id,
     )
     install_error_handlers(app)
     for router in ROUTERS:

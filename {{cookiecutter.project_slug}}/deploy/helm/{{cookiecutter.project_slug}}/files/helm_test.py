@@ -17,6 +17,7 @@ step; exits 1 naming the first step that failed.
 import json
 import os
 import sys
+import typing
 import urllib.error
 import urllib.request
 import uuid
@@ -43,12 +44,22 @@ def first_resource() -> tuple[str, dict[str, Any]]:
         marker = field_type(info.metadata)
         assert marker is not None, f"{name} is declared without a kit field type"
         value = marker.example
-        if is_unique(info.metadata) and marker.kind == "uuid":
+        if marker.kind == "enum":  # an enum's example is None: its Literal's first value instead
+            value = _first_choice(info.annotation)
+        elif is_unique(info.metadata) and marker.kind == "uuid":
             value = str(uuid.uuid4())
         elif is_unique(info.metadata) and marker.kind in ("str", "text"):
             value = f"{value}-{uuid.uuid4().hex}"[-marker.max_length :]  # type: ignore[attr-defined]
         body[name] = value
     return resource.prefix, body
+
+
+def _first_choice(annotation: Any) -> Any:
+    """The first value of the Literal[...] in an enum field's type (`Literal[...] | None` too)."""
+    if typing.get_origin(annotation) is typing.Literal:
+        return typing.get_args(annotation)[0]
+    choices = [_first_choice(arg) for arg in typing.get_args(annotation) if arg is not type(None)]
+    return next((choice for choice in choices if choice is not None), None)
 
 
 def call(method: str, path: str, body: dict[str, Any] | None = None) -> tuple[int, Any]:
