@@ -72,12 +72,12 @@ def main() -> None:
         git(project, "commit", "-qm", "baked")
         add_costly_function(project, 20_000)
         git(project, "commit", "-qam", "get_item calls a costly function")
-        profile = ("profile", "SCENARIOS=items.by_id", "RATE=300", "SECONDS=15")
+        profile = ("profile", "SCENARIOS=items.by_id", "RATE=100", "SECONDS=15")
         before = _make(project, *profile)
         git(project, "revert", "--no-edit", "HEAD")
         gate = _make(project, "perf-gate", "BASE=HEAD~1", "SCENARIOS=items.by_id")
         after = _make(project, *profile)
-        command = "make profile SCENARIOS=items.by_id RATE=300 SECONDS=15"
+        command = "make profile SCENARIOS=items.by_id RATE=100 SECONDS=15"
         EXAMPLE.write_text(
             "\n".join(
                 [

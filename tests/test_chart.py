@@ -13,7 +13,7 @@ import jsonschema
 import pytest
 import yaml
 
-from .baking import VENV_BIN, bake, run
+from .baking import VENV_BIN, bake, load_loadtest, run
 from .charting import (
     EVERYTHING_ON,
     KUBERNETES_VERSIONS,
@@ -188,17 +188,9 @@ def test_a_capacity_pool_too_large_for_the_replica_ceiling_is_refused(
 
 
 def _capacity_modules(project: Path) -> tuple[Any, Any]:
-    sys.path.insert(0, str(project))
-    try:
-        from loadtest.plan import budget
-        from loadtest.search import capacity  # the baked project's own capacity report
-    finally:
-        sys.path.remove(str(project))
-        for name in [
-            name for name in sys.modules if name == "loadtest" or name.startswith("loadtest.")
-        ]:
-            del sys.modules[name]
-    return capacity, budget
+    """The baked project's own capacity report and budget reader (its src/ on the path: the
+    load test's stages import the service's resources)."""
+    return load_loadtest(project, "search.capacity"), load_loadtest(project, "plan.budget")
 
 
 def _assumptions(budget: Any) -> Any:

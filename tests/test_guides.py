@@ -152,7 +152,7 @@ def test_renaming_a_resource_as_the_guide_says_keeps_its_rows_and_passes_the_dri
         assert run(project, *alembic, "0001", DATABASE_URL=url).returncode == 0
         insert = "INSERT INTO items (sku, name, price_cents) VALUES ('a-1', 'crate', 5)"
         asyncio.run(fetch(url, insert))
-        upgraded = run(project, *alembic, "head", DATABASE_URL=url)
+        upgraded = run(project, *alembic, "heads", DATABASE_URL=url)
         assert upgraded.returncode == 0, upgraded.stderr
         rows = asyncio.run(fetch(url, "SELECT sku FROM products"))
         assert [row["sku"] for row in rows] == ["a-1"]

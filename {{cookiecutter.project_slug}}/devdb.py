@@ -47,8 +47,11 @@ def free_port() -> int:
 class ThrowawayPostgres:
     """initdb (once), start, stop and restart a local PostgreSQL on 127.0.0.1."""
 
-    def __init__(self, data_dir: Path, port: int | None = None) -> None:
+    def __init__(
+        self, data_dir: Path, port: int | None = None, settings: dict[str, str] | None = None
+    ) -> None:
         self.bin_dir = _bin_dir()
+        self.settings = settings or {}
         self.data_dir = data_dir.resolve()
         self.port = port or free_port()
         self.log_file = self.data_dir.parent / f"{self.data_dir.name}.log"
@@ -102,6 +105,7 @@ class ThrowawayPostgres:
                 "--encoding=UTF8", "--no-sync",
             )  # fmt: skip
         options = f"-h 127.0.0.1 -p {self.port} -k {self.data_dir} -c max_connections=300"
+        options += "".join(f" -c {name}={value}" for name, value in self.settings.items())
         self._run(
             "pg_ctl", "-D", str(self.data_dir), "-l", str(self.log_file), "-o", options, "-w",
             "-t", "60", "start",
@@ -139,14 +143,32 @@ def _run_until_done(command: list[str], env: dict[str, str]) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dir", type=Path, default=Path(".devdb/data"), help="data directory")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a server setting (repeatable)",
+    )
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command to run")
     args = parser.parse_args(argv)
+    settings = dict(item.partition("=")[::2] for item in args.set)
     command = [part for part in args.command if part != "--"] or ["true"]
     if os.environ.get("DATABASE_URL"):
         return _run_until_done(command, dict(os.environ))
     args.dir.parent.mkdir(parents=True, exist_ok=True)
-    server = ThrowawayPostgres(args.dir)
-    url = server.start()
+    server = ThrowawayPostgres(args.dir, settings=settings)
+    try:
+        url = server.start()
+    except RuntimeError as error:
+        # One line, no traceback (#42): most often another server in the same folder, e.g. the
+        # `make dev` of this project while `make loadtest` runs beside it with its own folder.
+        running = (args.dir / "postmaster.pid").exists()
+        why = (
+            f"a server is already running in {args.dir}" if running else str(error).splitlines()[-1]
+        )
+        print(f"devdb: cannot start PostgreSQL: {why}", file=sys.stderr)
+        return 1
     print(f"throwaway PostgreSQL at {url} (data in {args.dir})", file=sys.stderr)
     try:
         return _run_until_done(command, {**os.environ, "DATABASE_URL": url})

@@ -10,8 +10,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import asyncpg
+
 from . import report
-from .drive import Engine, credentials, crosscheck, service, wrk
+from .drive import Engine, Observer, credentials, crosscheck, postgres, service, wrk
 from .plan import (
     PROBE,
     SCENARIOS,
@@ -94,6 +96,9 @@ def main(args: Any, budget: Budget) -> int:
             f"client capacity: {capacity_rps:,.0f} RPS (probe: {probe.rps:,.0f} RPS on /healthz at {PROBE_CONCURRENCY} concurrent,"
             f" client CPU {probe.client_cpu:.0f} %, server CPU {probe.server_cpu} %)"
         )
+        database = _database(database_url)
+        say(postgres.describe(database["settings"], database["fsync"]))
+        observer = Observer(target.metrics_url, database_url, service.SERVER_CORE if pin else None)
         results: dict[str, Any] = {
             "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "target": asdict(target) | {"started_here": not args.url},
@@ -105,13 +110,15 @@ def main(args: Any, budget: Budget) -> int:
                 "capacity_rps": round(capacity_rps),
                 "probe": asdict(probe),
             },
+            "database": database,
+            "host_loop_ms": observer.host.baseline_ms,
             "scenarios": {},
         }
         for name in names:
             if database_url and not args.url:  # a database of this run's own, not a shared one
                 service.settle(database_url, resources)
             results["scenarios"][name] = sweep(
-                engine, name, budget, capacity_rps, len(client_cores), target.metrics_url
+                engine, name, budget, capacity_rps, len(client_cores), observer
             )
         checked_name = next((name for name in names if kind_of(name) == crosscheck.KIND), None)
         checked = results["scenarios"].get(checked_name) if checked_name else None
@@ -140,6 +147,17 @@ def main(args: Any, budget: Budget) -> int:
     return finish(results, budget, args)
 
 
+def _database(database_url: str | None) -> dict[str, Any]:
+    """The database's settings that shape a write's tail and its disk's fsync time, read once."""
+    if not database_url:
+        return {"settings": {}, "fsync": {"skipped": "no DATABASE_URL"}}
+    try:
+        found = postgres.settings(database_url)
+    except (OSError, asyncpg.PostgresError) as error:
+        return {"settings": {}, "fsync": {"skipped": f"settings not read: {error}"}}
+    return {"settings": found, "fsync": postgres.fsync_speed(found)}
+
+
 def _seeded(ids: dict[str, list[int]]) -> str:
     return ", ".join(f"{len(seeded):,} seeded {resource}" for resource, seeded in ids.items())
 
@@ -162,6 +180,8 @@ def finish(results: dict[str, Any], budget: Budget, args: Any) -> int:
             )
             say(f"wrote {written}")
     say(f"\nresults: {paths['json']}\nreport:  {paths['md']}\nchart:   {paths['png']}\n")
+    if results.get("database"):
+        say(postgres.describe(results["database"]["settings"], results["database"]["fsync"]))
     for miss in misses:
         say(miss)
     say("budget met" if not misses else f"budget missed: {len(misses)} item(s)")

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from devdb import ThrowawayPostgres
 
 from .conftest import PROJECT_ROOT
 
@@ -79,3 +80,44 @@ def test_ctrl_c_reaches_the_command_once_and_postgres_stops_after_it(data_dir: P
     assert out.strip() == "interrupts: 1", err
     assert devdb.returncode == 0, err
     assert not (data_dir / "postmaster.pid").exists()  # and PostgreSQL was stopped after it
+
+
+def _devdb(data_dir: Path, *command: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "devdb", "--dir", str(data_dir), "--", *command],
+        cwd=PROJECT_ROOT,
+        env={key: value for key, value in os.environ.items() if key != "DATABASE_URL"},
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+
+
+def test_the_load_tests_server_starts_beside_a_running_dev_server_and_a_clash_is_one_line(
+    data_dir: Path,
+) -> None:
+    dev = ThrowawayPostgres(data_dir)  # `make dev`'s, running
+    dev.start()
+    try:
+        beside = _devdb(data_dir.parent / "loadtest", sys.executable, "-c", "print('served')")
+        assert beside.returncode == 0, beside.stderr
+        assert beside.stdout.strip() == "served"
+        clash = _devdb(data_dir, "true")  # the same folder: what `make loadtest` did before (#42)
+    finally:
+        dev.stop()
+    assert clash.returncode == 1
+    assert clash.stderr.strip().splitlines()[-1] == (
+        f"devdb: cannot start PostgreSQL: a server is already running in {data_dir}"
+    )
+    assert "Traceback" not in clash.stderr
+
+
+def test_make_loadtest_and_perf_gate_use_servers_of_their_own_not_make_devs() -> None:
+    planned = subprocess.run(
+        ["make", "-n", "loadtest", "perf-gate", "BASE=HEAD"],
+        cwd=PROJECT_ROOT, capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    loadtest, gate = (line for line in planned.splitlines() if "-m devdb" in line)
+    assert "--dir .devdb/loadtest --set track_wal_io_timing=on" in loadtest
+    assert "--dir .devdb/perf-gate" in gate

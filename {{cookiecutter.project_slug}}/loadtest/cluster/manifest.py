@@ -38,6 +38,11 @@ CONFIG_FILE = "k6-config.json"  # beside the script: crud.js reads it when K6_CO
 SCRIPT_FILE = "crud.js"
 
 
+def kubectl_in(namespace: str) -> str:
+    """kubectl as the hints print it: with `-n` unless the namespace is kubectl's own default."""
+    return "kubectl" if namespace == "default" else f"kubectl -n {namespace}"
+
+
 def service_url(release: str, namespace: str, port: int) -> str:
     """The release's Service, named as the chart names it (app.fullname in _helpers.tpl)."""
     fullname = release if CHART in release else f"{release}-{CHART}"
@@ -134,11 +139,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.parallelism < 1 or args.pods <= 0:
         print("--parallelism must be at least 1 and --pods above 0", file=sys.stderr)
         return 2
+    kubectl = kubectl_in(args.namespace)
     seed_url = args.seed_url or args.url
     if seed_url is None:
         print(
             "--seed-url is needed to seed the ids through the service's API, e.g. after "
-            "`kubectl port-forward svc/<release>-<chart> 8080:80`: --seed-url http://127.0.0.1:8080",
+            f"`{kubectl} port-forward svc/{args.release}-{CHART} 8080:80`: --seed-url http://127.0.0.1:8080",
             file=sys.stderr,
         )
         return 2
@@ -176,7 +182,8 @@ def main(argv: list[str] | None = None) -> int:
     # JSON documents are YAML documents: kubectl applies the stream as it is.
     args.output.write_text("".join(f"---\n{json.dumps(item, indent=2)}\n" for item in objects))
     print(
-        f"wrote {args.output}: kubectl apply -f {args.output}; runners: kubectl get testrun {args.name}"
+        f"wrote {args.output}: {kubectl} apply -f {args.output}; runners: {kubectl} get testrun"
+        f" {args.name} -w; their summaries: {kubectl} logs -l k6_cr={args.name},runner=true"
     )
     return 0
 

@@ -18,6 +18,8 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from . import database
+
 HISTOGRAMS = {
     "loop_lag": "event_loop_lag_seconds",
     "gc_pause": "gc_pause_seconds",
@@ -117,14 +119,24 @@ def describe(evidence: dict[str, Any] | None) -> str:
         value = evidence.get(f"{name}_max_ms")
         return "-" if value is None else (">2000" if value >= 1e9 else f"{value:g}")
 
-    collections = evidence["gc_pause_count"]
-    gc = "gc none" if not collections else (
-        f"gc {evidence['gc_pause_ms_per_s']:.1f} ms/s ({collections}, ≤{worst('gc_pause')} ms)"
-    )  # fmt: skip
-    text = (
-        f"lag ≤{worst('loop_lag')} ms, {gc}, pool wait ≤{worst('pool_wait')} ms, "
-        f"refused {evidence['admission_refused']}"
-    )
+    parts = []
+    if "gc_pause_count" in evidence:
+        collections = evidence["gc_pause_count"]
+        gc = "gc none" if not collections else (
+            f"gc {evidence['gc_pause_ms_per_s']:.1f} ms/s ({collections}, ≤{worst('gc_pause')} ms)"
+        )  # fmt: skip
+        parts.append(
+            f"lag ≤{worst('loop_lag')} ms, {gc}, pool wait ≤{worst('pool_wait')} ms, "
+            f"refused {evidence['admission_refused']}"
+        )
+    if evidence.get("cpu_us_per_request") is not None:
+        parts.append(f"CPU/request {evidence['cpu_us_per_request']:g} µs")
+    if evidence.get("host_speed") is not None:
+        parts.append(f"host {evidence['host_speed']:.0%}")
+    text = ", ".join(parts) or "-"
+    named = any(item.startswith("db ") for item in evidence.get("moved") or ())
+    if evidence.get("db") and not named:  # a miss names it once, among what moved
+        text += "; " + database.describe(evidence["db"])
     if evidence.get("moved") is not None:
         text += "; moved: " + (", ".join(evidence["moved"]) or "none of them")
     return text

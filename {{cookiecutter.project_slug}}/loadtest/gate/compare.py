@@ -48,10 +48,28 @@ def _git(*args: str) -> str:
     return done.stdout.strip()
 
 
+def base_commit(rev: str) -> tuple[str | None, str]:
+    """(the commit `rev` names, "") or (None, one line saying what is missing): the gate needs
+    a git repository holding BASE (#42: a fresh bake is none until `git init`)."""
+    try:
+        _git("rev-parse", "--git-dir")
+    except (OSError, subprocess.CalledProcessError):
+        return None, (
+            f"perf-gate: {project.ROOT} is not a git repository; BASE must be a revision of it"
+            " (git init && git add -A && git commit -m 'first', then BASE=HEAD or a branch)"
+        )
+    try:
+        return _git("rev-parse", "--verify", "--quiet", rev + "^{commit}"), ""
+    except subprocess.CalledProcessError:
+        return (
+            None,
+            f"perf-gate: no commit {rev!r} in this repository (git fetch it, or name another)",
+        )
+
+
 @contextlib.contextmanager
-def _worktree(rev: str) -> Iterator[Path]:
-    """`rev` checked out, detached, in a temporary folder; removed after."""
-    commit = _git("rev-parse", "--verify", rev + "^{commit}")
+def _worktree(commit: str) -> Iterator[Path]:
+    """`commit` checked out, detached, in a temporary folder; removed after."""
     folder = Path(tempfile.mkdtemp(prefix="perf-gate-")) / "base"
     _git("worktree", "add", "--detach", "--quiet", str(folder), commit)
     try:
@@ -214,6 +232,10 @@ def main(argv: list[str] | None = None) -> int:
     # A cancelled CI job is sent SIGTERM: leave through the ExitStack, which stops both services,
     # drops both databases and removes the worktree.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    commit, missing = base_commit(args.base)
+    if commit is None:
+        say(missing)
+        return 2
     server_url = os.environ.get("DATABASE_URL")
     if not server_url or not wrk.available():
         say("perf-gate needs DATABASE_URL (`make perf-gate` starts a PostgreSQL) and wrk")
@@ -222,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_pin:
         service.keep_client_off_server_core()  # wrk and PostgreSQL off the servers' core
     with contextlib.ExitStack() as stack:
-        base = stack.enter_context(_worktree(args.base))
+        base = stack.enter_context(_worktree(commit))
         roots = {"base": base, "head": project.ROOT}
         sides = {}
         for side, root in roots.items():

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from ..drive import describe
+from . import database
 from .chart import chart
 from .table import COLUMNS, cells
 
@@ -19,8 +20,8 @@ def _step_notes(scenario: dict[str, Any]) -> dict[int, str]:
 def _summary(results: dict[str, Any]) -> list[str]:
     """One line per scenario: the SLO capacity against the budget, its spread, the knee beside it."""
     lines = [
-        "| scenario | SLO capacity RPS | budget RPS | p99 of the repeats ms | p99 at the serving rate ms | client CPU % | server CPU % | stolen % median / max: server core; other cores | knee RPS @ conc |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| scenario | SLO capacity RPS | capacity claimed RPS | budget RPS | p99 of the repeats ms | p99 at the serving rate ms | client CPU % | server CPU % | stolen % median / max: server core; other cores | knee RPS @ conc |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, scenario in results["scenarios"].items():
         found, knee = scenario["search"], scenario["steps"][scenario["knee_index"]]
@@ -43,13 +44,51 @@ def _summary(results: dict[str, Any]) -> list[str]:
             if not serving
             else f"{serving['p99_median_ms']:.1f} at {serving['rate']:,.0f} RPS ({serving['fraction']:.0%})"
         )
+        held = scenario.get("capacity_rps")
+        claimed = "none" if held is None else f"{held:,.0f}"
         searched = [*found["trials"], *found["repeats"], *(serving["runs"] if serving else [])]
         lines.append(
-            f"| {name} | {capacity} | {scenario['budget']['min_rps']:,.0f} | {p99} | {at_serving} | {client} | {server} |"
+            f"| {name} | {capacity} | {claimed} | {scenario['budget']['min_rps']:,.0f} | {p99} | {at_serving} | {client} | {server} |"
             f" {_stolen(searched, 'stolen')}; {_stolen(searched, 'stolen_elsewhere')} |"
             f" {knee['rps']:,.0f} @ {knee['concurrency']} ({scenario['verdict']}) |"
         )
     return lines
+
+
+def _serving_lines(serving: dict[str, Any]) -> list[str]:
+    """Each capacity tried at its serving rate, from the SLO capacity down, and the one claimed."""
+    lines = [
+        f"- at {serving['fraction']:.0%} of {attempt['capacity_rps']:,.0f} RPS ({attempt['rate']:,.0f} RPS):"
+        f" p99 median {attempt['p99_median_ms']:.1f} ms over {attempt['runs']} runs,"
+        f" {'every run held' if attempt['held'] else 'MISSED in a run'}"
+        for attempt in serving.get("attempts", [])
+    ]
+    held = serving.get("capacity_rps")
+    lines.append(
+        f"Capacity claimed (the Helm values' source): **{held:,.0f} RPS**."
+        if held is not None
+        else "Capacity claimed: **none** (no serving rate held in every run)."
+    )
+    return lines
+
+
+def _database_lines(database: dict[str, Any] | None) -> list[str]:
+    """The database the run wrote to: its write-tail settings, its disk and the disk's fsync."""
+    if not database:
+        return []
+    fsync = database["fsync"]
+    disk = (
+        f"{fsync['method']}: {fsync['ms_per_sync']:g} ms a sync ({fsync['ops_per_s']:,.0f}/s)"
+        if "ms_per_sync" in fsync
+        else f"not measured ({fsync.get('skipped', '-')})"
+    )
+    settings = ", ".join(f"`{name}={value}`" for name, value in database["settings"].items())
+    return [
+        "",
+        f"Database: {settings or 'not read'}.",
+        "",
+        f"Its disk's fsync (pg_test_fsync, once a run): {disk}.",
+    ]
 
 
 def _stolen(steps: list[dict[str, Any]], key: str) -> str:
@@ -72,6 +111,7 @@ def markdown(results: dict[str, Any], chart: str | None) -> str:
         "",
     ]
     lines += [f"- {miss}" for miss in results["misses"]]
+    lines += _database_lines(results.get("database"))
     lines += [
         "",
         "SLO capacity: the highest open-loop arrival rate served with p99 (from each request's"
@@ -128,6 +168,7 @@ def markdown(results: dict[str, Any], chart: str | None) -> str:
         for step in serving["runs"] if serving else ():
             note = f"at {serving['fraction']:.0%}: {describe(step.get('evidence'))}"
             lines.append("| " + " | ".join(cells(step)) + f" | {note} |")
+        lines += ["", *_serving_lines(serving)] if serving else []
     if results.get("wrk_check"):
         check = results["wrk_check"]
         lines += [
@@ -139,6 +180,7 @@ def markdown(results: dict[str, Any], chart: str | None) -> str:
             f"this engine {check['engine_rps']:,.0f} RPS, wrk {check['wrk_rps']:,.0f} RPS "
             f"(ratio {check['ratio']:.3f}; {'within' if check['agree'] else 'NOT within'} 15 %).",
         ]
+    lines += database.lines(results)
     if results.get("capacity_text"):
         lines += ["", "## Capacity", "", "```", results["capacity_text"], "```"]
     return "\n".join(lines) + "\n"

@@ -156,13 +156,15 @@ def capacity_from(results: dict[str, Any], budget: Budget) -> Capacity | None:
         if (
             scenario
             and scenario["verdict"] != Verdict.CLIENT_BOUND
-            and scenario["search"]["slo_rps"]
+            and scenario.get("capacity_rps", scenario["search"]["slo_rps"])
         ):
             knee = scenario["steps"][scenario["knee_index"]]
             repeats = scenario["search"]["repeats"]
             return size(
                 scenario=name,
-                slo_rps=scenario["search"]["slo_rps"],
+                # The capacity whose serving runs held (search/serving.py): the measured SLO
+                # capacity, or a step below it when its serving rate missed.
+                slo_rps=scenario.get("capacity_rps", scenario["search"]["slo_rps"]),
                 knee_rps=knee["rps"],
                 knee_concurrency=knee["concurrency"],
                 serving_fraction=scenario["budget"]["serving_fraction"],

@@ -10,7 +10,8 @@ pass (down while they fail) until one rate passes and the next fails, then bisec
 two until they are within `precision` of each other. The last passing rate is then run `repeats`
 more times: it is the SLO capacity when most repeats pass too (so the median repeat is within
 budget); otherwise the search steps down by `precision` and repeats again (at most
-`MAX_CONFIRMATIONS` times). The spread of the repeats (their p99, lowest to highest) is reported
+`MAX_CONFIRMATIONS` times, the last at the budget's own rate: "none" then means that even the
+budget's rate failed its repeats). The spread of the repeats (their p99, lowest to highest) is reported
 beside it: one lucky trial cannot set the capacity, and one unlucky repeat on a shared machine
 does not erase it without showing in the spread.
 
@@ -50,6 +51,7 @@ class Search:
     trials: list[Step] = field(default_factory=list)
     slo_rps: float | None = None
     repeats: list[Step] = field(default_factory=list)
+    confirmed_at: list[float] = field(default_factory=list)  # each rate repeated, in order
 
     def spread(self) -> dict[str, float | None] | None:
         """The repeats at the SLO capacity: p99 (ms) lowest, median and highest, and the CPU of
@@ -72,8 +74,15 @@ def passes(step: Step, limits: Limits) -> bool:
     return step.requests > 0 and within_p99 and step.error_rate <= limits.max_error_rate
 
 
-def search(trial: Callable[[float], Step], start_rps: float, limits: Limits, plan: Plan) -> Search:
-    """Find the SLO capacity with `trial(rate)` running one open-loop step at `rate`."""
+def search(
+    trial: Callable[[float], Step],
+    start_rps: float,
+    limits: Limits,
+    plan: Plan,
+    budget_rps: float = 0.0,
+) -> Search:
+    """Find the SLO capacity with `trial(rate)` running one open-loop step at `rate`; when the
+    repeats keep failing, the last confirmation is at `budget_rps` (the budget's own rate)."""
     result = Search()
 
     def run(rate: float) -> bool:
@@ -91,13 +100,20 @@ def search(trial: Callable[[float], Step], start_rps: float, limits: Limits, pla
     ):
         middle = (low + high) / 2
         low, high = (middle, high) if run(middle) else (low, middle)
-    for _ in range(MAX_CONFIRMATIONS):
+    for left in range(MAX_CONFIRMATIONS - 1, -1, -1):
         repeats = [trial(low) for _ in range(plan.repeats)]
         result.repeats = repeats
+        result.confirmed_at.append(low)
         if 2 * sum(passes(step, limits) for step in repeats) > len(repeats):
             result.slo_rps = low
             return result
+        if not left:
+            break
         low *= 1 - plan.precision
+        if left == 1 and budget_rps < low:
+            # The last confirmation is at the budget's own rate: "none" then means even that
+            # rate failed its repeats (#36), never only that the steps ran out above it.
+            low = max(budget_rps, plan.floor_rps)
         if low < plan.floor_rps:
             break
     return result

@@ -1,15 +1,18 @@
-"""One scenario of `make loadtest`: the closed-loop sweep and its knee, then the SLO capacity
-search, printed step by step and judged against the scenario's budget."""
+"""One scenario of `make loadtest`: the closed-loop sweep and its knee, the SLO capacity search,
+then the runs at the serving rate (stepping the capacity down until they hold), printed step by
+step and judged against the scenario's budget."""
 
 import statistics
+from collections.abc import Callable
 from dataclasses import asdict, replace
 from typing import Any
 
 from .. import report
-from ..drive import Engine, Step, evidence
+from ..drive import Engine, Observer, Step, describe, moved
 from ..plan import SCENARIOS, Budget
 from ..report import say
 from .knee import CLIENT_CPU_SATURATED, SERVER_CPU_SATURATED, Point, Verdict, judge
+from .serving import confirm
 from .slo import Limits, Plan, passes, search
 from .verdict import Outcome, check
 
@@ -22,7 +25,7 @@ def sweep(
     budget: Budget,
     capacity_rps: float,
     client_cores: int,
-    metrics_url: str | None = None,
+    observer: Observer,
 ) -> dict[str, Any]:
     mix = SCENARIOS[name]
     limits = budget.of(name)
@@ -42,12 +45,10 @@ def sweep(
     knee = steps[index]
     say(f"{verdict}: {knee.rps:,.0f} RPS at {knee.concurrency} concurrent")
     knee_rps = knee.rps if verdict is not Verdict.CLIENT_BOUND else 0.0
-    found = _search(engine, name, budget, knee_rps, client_cores, metrics_url)
-    serving = (
-        _at_serving_rate(engine, name, budget, found["slo_rps"], metrics_url)
-        if found["slo_rps"]
-        else None
-    )
+    passed: list[Step] = []  # the steps within budget, for the baseline of what moved
+    trial = _observed(engine, name, budget, observer, passed)
+    found = _search(trial, name, budget, knee_rps, client_cores)
+    serving = _at_serving_rate(trial, name, budget, found["slo_rps"]) if found["slo_rps"] else None
     judged = [*steps[: index + 1], *found["repeats"]]
     requests = sum(step.requests for step in judged)
     error_rate = sum(step.errors for step in judged) / requests if requests else 1.0
@@ -56,6 +57,8 @@ def sweep(
         slo_rps=found["slo_rps"],
         error_rate=error_rate,
         client_bound=found["client_bound"],
+        held_rps=serving["capacity_rps"] if serving else None,
+        serving_tried=tuple(attempt["rate"] for attempt in serving["attempts"]) if serving else (),
     )
     return {
         "budget": asdict(limits),
@@ -68,53 +71,66 @@ def sweep(
             "repeats": [asdict(step) for step in found["repeats"]],
         },
         "serving": serving,
+        # What the capacity report sizes the pod from: a capacity whose serving runs all held.
+        "capacity_rps": serving["capacity_rps"] if serving else None,
         "error_rate": error_rate,
         "misses": check(name, limits, outcome),
     }
 
 
+def _observed(
+    engine: Engine, name: str, budget: Budget, observer: Observer, passed: list[Step]
+) -> Callable[[float, str], Step]:
+    """One open-loop step at a rate, observed (loadtest/drive/observe.py), printed with a note;
+    a miss says what moved against the lowest passing step."""
+    limits, plan = budget.of(name), budget.search
+    checked = Limits(limits.max_p99_ms, limits.max_error_rate)
+
+    def trial(rate: float, note: str) -> Step:
+        step = observer.run(
+            lambda: engine.run(
+                SCENARIOS[name], rate=rate, duration=plan.step_seconds, connections=plan.connections
+            )
+        )
+        ok = passes(step, checked)
+        if ok:
+            passed.append(step)
+        elif step.evidence is not None:
+            lowest = min(passed, key=lambda other: other.rate or 0.0, default=None)
+            seen = step.evidence | {
+                "moved": moved(step.evidence, lowest.evidence if lowest else None)
+            }
+            step = replace(step, evidence=seen)
+        say(
+            report.row(
+                asdict(step), f"{note or ('pass' if ok else 'FAIL')}  {describe(step.evidence)}"
+            )
+        )
+        return step
+
+    return trial
+
+
 def _search(
-    engine: Engine,
+    trial: Callable[[float, str], Step],
     name: str,
     budget: Budget,
     knee_rps: float,
     client_cores: int,
-    metrics_url: str | None,
 ) -> dict[str, Any]:
     """The SLO capacity of one scenario (loadtest/search/slo.py), printed trial by trial, each with
-    the service's own suspects over it when its /metrics is known (loadtest/drive/evidence.py)."""
+    what was measured around it (loadtest/drive/observe.py)."""
     limits, plan = budget.of(name), budget.search
     checked = Limits(limits.max_p99_ms, limits.max_error_rate)
     start = plan.start_fraction * knee_rps if knee_rps > 0 else limits.min_rps
-    passed: list[Step] = []  # the trials within budget, for the baseline of what moved
-
-    def trial(rate: float) -> Step:
-        before = evidence.scrape(metrics_url) if metrics_url else None
-        step = engine.run(
-            SCENARIOS[name], rate=rate, duration=plan.step_seconds, connections=plan.connections
-        )
-        ok = passes(step, checked)
-        if metrics_url and before is not None:
-            seen = evidence.between(before, evidence.scrape(metrics_url), plan.step_seconds)
-            seen["stolen_pct"] = step.stolen
-            seen["stolen_elsewhere_pct"] = step.stolen_elsewhere
-            if not ok:  # which suspects moved against the lowest passing trial
-                lowest = min(passed, key=lambda other: other.rate or 0.0, default=None)
-                seen["moved"] = evidence.moved(seen, lowest.evidence if lowest else None)
-            step = replace(step, evidence=seen)
-        if ok:
-            passed.append(step)
-        note = "pass" if ok else "FAIL"
-        say(report.row(asdict(step), f"{note}  {evidence.describe(step.evidence)}"))
-        return step
-
     say(
         f"SLO capacity search: p99 <= {limits.max_p99_ms:g} ms, errors <= {limits.max_error_rate:.2%}, {plan.step_seconds:g} s a trial over {plan.connections} connections"
     )
-    found = search(trial, start, checked, Plan(plan.growth, plan.precision, plan.repeats))
+    searching = Plan(plan.growth, plan.precision, plan.repeats)
+    found = search(lambda rate: trial(rate, ""), start, checked, searching, limits.min_rps)
     spread = found.spread()
     if found.slo_rps is None:
-        say("SLO capacity: none (no rate met the budget)")
+        say("SLO capacity: none (no rate met the budget, the budget's own rate included)")
     elif spread:
         say(
             f"SLO capacity: {found.slo_rps:,.0f} RPS; {len(found.repeats)} repeats, p99 {spread['p99_min_ms']:.1f}"
@@ -126,6 +142,7 @@ def _search(
         "step_seconds": plan.step_seconds,
         "connections": plan.connections,
         "spread": spread,
+        "confirmed_at": [round(rate, 1) for rate in found.confirmed_at],
         "client_bound": _client_bound(found.trials, checked, client_cores),
         "trials": found.trials,
         "repeats": found.repeats,
@@ -133,35 +150,46 @@ def _search(
 
 
 def _at_serving_rate(
-    engine: Engine, name: str, budget: Budget, slo_rps: float, metrics_url: str | None
+    trial: Callable[[float, str], Step], name: str, budget: Budget, slo_rps: float
 ) -> dict[str, Any]:
-    """The tail where the capacity report says to serve (serving_fraction of the SLO capacity):
-    the search's trial length and connections, run as often as its repeats, each with the
-    service's own suspects over it. Reported, not judged: the budget is the SLO capacity's."""
+    """The verdict where the capacity report says to serve (loadtest/search/serving.py): every
+    run at serving_fraction of the capacity holds the budget, else the capacity steps down."""
     limits, plan = budget.of(name), budget.search
-    rate = slo_rps * limits.serving_fraction
-    runs: list[Step] = []
-    for _ in range(max(1, plan.repeats)):
-        before = evidence.scrape(metrics_url) if metrics_url else None
-        step = engine.run(
-            SCENARIOS[name], rate=rate, duration=plan.step_seconds, connections=plan.connections
-        )
-        if metrics_url and before is not None:
-            seen = evidence.between(before, evidence.scrape(metrics_url), plan.step_seconds)
-            step = replace(step, evidence=seen)
-        runs.append(step)
-        note = f"at {limits.serving_fraction:.0%}  {evidence.describe(step.evidence)}"
-        say(report.row(asdict(step), note))
-    p99s = sorted(step.p99_ms for step in runs)
-    say(
-        f"at {limits.serving_fraction:.0%} of the SLO capacity ({rate:,.0f} RPS): p99"
-        f" {p99s[0]:.1f} .. {p99s[-1]:.1f} ms over {len(runs)} runs"
+    fraction = limits.serving_fraction
+    found = confirm(
+        lambda rate: trial(rate, f"at {fraction:.0%}"),
+        slo_rps,
+        fraction=fraction,
+        runs=plan.repeats,
+        limits=Limits(limits.max_p99_ms, limits.max_error_rate),
+        budget_rps=limits.min_rps,
+        growth=plan.growth,
     )
+    attempts = []
+    for attempt in found.attempts:
+        p99s = sorted(step.p99_ms for step in attempt.runs)
+        held = attempt.held(Limits(limits.max_p99_ms, limits.max_error_rate))
+        say(
+            f"at {fraction:.0%} of {attempt.capacity_rps:,.0f} RPS ({attempt.rate:,.0f} RPS): p99"
+            f" {p99s[0]:.1f} .. {p99s[-1]:.1f} ms over {len(p99s)} runs: {'held' if held else 'MISSED'}"
+        )
+        attempts.append(
+            {
+                "capacity_rps": round(attempt.capacity_rps, 1),
+                "rate": round(attempt.rate, 1),
+                "held": held,
+                "p99_median_ms": round(statistics.median(p99s), 2),
+                "runs": len(attempt.runs),
+            }
+        )
+    last = found.attempts[-1]
     return {
-        "fraction": limits.serving_fraction,
-        "rate": round(rate, 1),
-        "p99_median_ms": round(statistics.median(p99s), 2),
-        "runs": [asdict(step) for step in runs],
+        "fraction": fraction,
+        "rate": round(last.rate, 1),
+        "p99_median_ms": attempts[-1]["p99_median_ms"],
+        "capacity_rps": round(found.capacity_rps, 1) if found.capacity_rps else None,
+        "attempts": attempts,
+        "runs": [asdict(step) for attempt in found.attempts for step in attempt.runs],
     }
 
 

@@ -14,6 +14,10 @@ class Outcome:
     slo_rps: float | None  # the SLO capacity; None when no rate met the p99 and error budget
     error_rate: float  # over the sweep up to the knee and the repeats at the SLO capacity
     client_bound: bool = False  # the search's client was saturated while the server was not
+    # The capacity whose serving-rate runs all held (search/serving.py), and the serving rates
+    # tried on the way down; () when none were run (no SLO capacity, or a caller of its own).
+    held_rps: float | None = None
+    serving_tried: tuple[float, ...] = ()
 
 
 def check(name: str, budget: ScenarioBudget, outcome: Outcome) -> list[str]:
@@ -30,6 +34,17 @@ def check(name: str, budget: ScenarioBudget, outcome: Outcome) -> list[str]:
     elif outcome.slo_rps < budget.min_rps:
         misses.append(
             f"MISS {name}: SLO capacity {outcome.slo_rps:,.0f} RPS ({slo})"
+            f" < budget {budget.min_rps:,.0f} RPS"
+        )
+    elif outcome.serving_tried and outcome.held_rps is None:
+        tried = ", ".join(f"{rate:,.0f}" for rate in outcome.serving_tried)
+        misses.append(
+            f"MISS {name}: at the serving rate the budget did not hold in every run"
+            f" (tried {tried} RPS); no capacity is claimed"
+        )
+    elif outcome.held_rps is not None and outcome.held_rps < budget.min_rps:
+        misses.append(
+            f"MISS {name}: capacity whose serving runs held {outcome.held_rps:,.0f} RPS"
             f" < budget {budget.min_rps:,.0f} RPS"
         )
     if outcome.error_rate > budget.max_error_rate:

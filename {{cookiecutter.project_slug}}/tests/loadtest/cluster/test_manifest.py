@@ -1,13 +1,12 @@
 """k6-operator manifests: the runners take the headers from a Secret, never from the ConfigMap."""
 
 import pytest
+from loadtest import project
+from loadtest.cluster import manifest as cluster
 from loadtest.drive.k6 import config
 from loadtest.plan.budget import load
 from loadtest.plan.declared import plural
 from loadtest.plan.headers import ENVIRONMENT
-
-from loadtest import project
-from loadtest.cluster import manifest as cluster
 
 from ...declared import first_resource
 
@@ -43,3 +42,15 @@ def test_k6_cluster_refuses_headers_for_the_seeding_when_no_secret_carries_them_
     error = capsys.readouterr().err
     assert "--headers-secret" in error
     assert SECRET not in error
+
+
+def test_the_hints_carry_the_namespace_when_one_is_named(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert cluster.main(["--namespace", "prod", "--release", "shop"]) == 2
+    assert (
+        f"`kubectl -n prod port-forward svc/shop-{cluster.CHART} 8080:80`"
+        in capsys.readouterr().err
+    )
+    assert cluster.kubectl_in("prod") == "kubectl -n prod"
+    assert cluster.kubectl_in("default") == "kubectl"

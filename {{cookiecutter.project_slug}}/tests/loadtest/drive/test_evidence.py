@@ -3,11 +3,11 @@ serves."""
 
 import psutil
 import pytest
+from loadtest.drive import evidence
 from loadtest.drive.engine import _stolen
 from prometheus_client import generate_latest
 
 from {{ cookiecutter.package_name }}.observability.metrics import Metrics
-from loadtest.drive import evidence
 
 
 def _text(metrics: Metrics) -> str:

@@ -6,11 +6,10 @@ import re
 
 import pytest
 from loadtest.drive.http import build_mix, build_op
+from loadtest.plan import scenarios
 from loadtest.plan.declared import plural
 from loadtest.plan.operations import UNIQUE_DIGITS, Operation, keyed, parts
 from loadtest.plan.scenarios import OPERATIONS, SCENARIOS
-
-from loadtest.plan import scenarios
 
 from ...declared import first_resource
 

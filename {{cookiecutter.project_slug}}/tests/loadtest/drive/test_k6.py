@@ -8,14 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from loadtest import project
+from loadtest.drive import k6
 from loadtest.drive.k6 import IDS, config, scenario_name
 from loadtest.plan.budget import load
 from loadtest.plan.declared import plural
 from loadtest.plan.operations import UNIQUE_RANGE, keyed, parts
 from loadtest.plan.scenarios import SCENARIOS
-
-from loadtest import project
-from loadtest.drive import k6
 
 from ...declared import first_resource
 

@@ -4,11 +4,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from loadtest import project
 from loadtest.plan.budget import ScenarioBudget, load, parse
 from loadtest.search.knee import Verdict
 from loadtest.search.verdict import Outcome, check
-
-from loadtest import project
 
 LIMITS = ScenarioBudget(min_rps=1000, max_p99_ms=50, max_error_rate=0.0, serving_fraction=0.7)
 

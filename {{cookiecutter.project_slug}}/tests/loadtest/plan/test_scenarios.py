@@ -8,6 +8,8 @@ import random
 import asyncpg
 import httpx
 import pytest
+from loadtest import project
+from loadtest.drive import service
 from loadtest.plan.budget import load
 from loadtest.plan.declared import filtered_query, plural, seed_rows
 from loadtest.plan.operations import UNIQUE_RANGE, fixed, parts, render
@@ -24,8 +26,6 @@ from loadtest.plan.scenarios import (
 
 from {{ cookiecutter.package_name }}.kit import Resource, is_unique
 from {{ cookiecutter.package_name }}.serving.resources import RESOURCES
-from loadtest import project
-from loadtest.drive import service
 
 from ...declared import first_resource
 

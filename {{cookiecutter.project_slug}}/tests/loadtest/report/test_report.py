@@ -5,7 +5,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
 from loadtest.report import chart, markdown, table
 
 
@@ -58,7 +57,18 @@ def _results(misses: list[str]) -> dict[str, Any]:
                     "rate": 924.0,
                     "p99_median_ms": 6.5,
                     "runs": [_step(None, 924, p99, rate=924) for p99 in (5.5, 6.5, 9)],
+                    "capacity_rps": 1320.0,
+                    "attempts": [
+                        {
+                            "capacity_rps": 1320.0,
+                            "rate": 924.0,
+                            "held": True,
+                            "p99_median_ms": 6.5,
+                            "runs": 3,
+                        }
+                    ],
                 },
+                "capacity_rps": 1320.0,
                 "error_rate": 0.0,
                 "misses": misses,
             }
@@ -81,7 +91,7 @@ def test_the_markdown_states_the_slo_capacity_its_spread_the_knee_and_the_cross_
     text = markdown.markdown(_results([]), "chart.png")
     assert "**Budget: met.**" in text
     assert (
-        "| by_id | 1,320 | 1,000 | 31.0 / 35.5 / 41.0 | 6.5 at 924 RPS (70%) | 48 | 91 | -; - |"
+        "| by_id | 1,320 | 1,320 | 1,000 | 31.0 / 35.5 / 41.0 | 6.5 at 924 RPS (70%) | 48 | 91 | -; - |"
         " 1,500 @ 4 (knee) |"
     ) in text
     assert "SLO capacity **1,320 RPS**" in text
@@ -157,3 +167,59 @@ def test_the_chart_draws_the_rate_search_beside_the_sweep_with_the_p99_budget() 
     assert "p99 budget 50 ms" in labels
     assert "at the serving rate (70%)" in labels
     assert "SLO capacity 1,320 RPS" in labels
+
+
+def test_the_markdown_shows_each_serving_rate_tried_and_the_capacity_claimed_from_the_one_that_held() -> (
+    None
+):
+    results = _results(["MISS by_id: capacity whose serving runs held 990 RPS < budget 1,000 RPS"])
+    scenario = results["scenarios"]["by_id"]
+    scenario["capacity_rps"] = scenario["serving"]["capacity_rps"] = 1056.0
+    scenario["serving"]["attempts"] = [
+        {"capacity_rps": 1320.0, "rate": 924.0, "held": False, "p99_median_ms": 80.0, "runs": 3},
+        {"capacity_rps": 1056.0, "rate": 739.2, "held": True, "p99_median_ms": 6.0, "runs": 3},
+    ]
+    text = markdown.markdown(results, None)
+    assert (
+        "- at 70% of 1,320 RPS (924 RPS): p99 median 80.0 ms over 3 runs, MISSED in a run" in text
+    )
+    assert "- at 70% of 1,056 RPS (739 RPS): p99 median 6.0 ms over 3 runs, every run held" in text
+    assert "Capacity claimed (the Helm values' source): **1,056 RPS**." in text
+    assert "| by_id | 1,320 | 1,056 | 1,000 |" in text
+
+
+def test_the_markdown_states_the_database_the_run_wrote_to_and_its_disks_fsync() -> None:
+    results = _results([])
+    results["database"] = {
+        "settings": {"wal_sync_method": "fdatasync", "synchronous_commit": "on"},
+        "fsync": {"method": "fdatasync", "ops_per_s": 1250.0, "ms_per_sync": 0.8, "file": "/x"},
+    }
+    text = markdown.markdown(results, None)
+    assert "Database: `wal_sync_method=fdatasync`, `synchronous_commit=on`." in text
+    assert (
+        "Its disk's fsync (pg_test_fsync, once a run): fdatasync: 0.8 ms a sync (1,250/s)." in text
+    )
+
+
+def test_the_report_says_what_a_write_scenarios_tail_owes_to_the_database_from_its_own_runs() -> (
+    None
+):
+    results = _results([])
+    results["database"] = {
+        "settings": {},
+        "fsync": {"method": "fdatasync", "ms_per_sync": 4.3, "ops_per_s": 233.0},
+    }
+    db = {
+        "waits": {"LWLock:WALWrite": 2.5, "IO:WalSync": 0.9}, "seconds": 5.0, "wal_syncs": 600.0,
+        "wal_sync_ms": 2700.0, "checkpoints": 1, "autovacuums": {"items": 1},
+        "dead_tuples": {"items": 1200},
+    }  # fmt: skip
+    for step in results["scenarios"]["by_id"]["serving"]["runs"]:
+        step["evidence"] = {"db": db}
+    text = markdown.markdown(results, None)
+    assert "## What the write tail owes to the database" in text
+    assert "the disk's own fsync by fdatasync: 4.3 ms (pg_test_fsync)" in text
+    assert (
+        "| by_id | 6.5 | LWLock:WALWrite 2.50, IO:WalSync 0.90 | 120 | 4.50 | 3 | 3 | 1,200 |"
+        in text
+    )

@@ -91,3 +91,16 @@ def test_the_capacity_scenario_named_by_its_operation_is_the_first_resources() -
     sizing = capacity_from(results, named)
     assert sizing is not None
     assert (sizing.scenario, sizing.slo_rps) == ("orders.mixed", 700)
+
+
+def test_the_helm_values_come_from_the_capacity_whose_serving_runs_held_not_the_slo_capacity() -> (
+    None
+):
+    stepped_down = _scenario(1989) | {"capacity_rps": 1273.0}
+    missed = _scenario(2500) | {"capacity_rps": None}
+    budget = parse({"scenarios": {"mixed": {"min_rps": 1}}, "capacity": {"scenario": "mixed"}})
+    sizing = capacity_from({"scenarios": {"items.mixed": stepped_down}}, budget)
+    assert sizing is not None
+    assert sizing.slo_rps == 1273.0
+    assert round(sizing.serve_at_rps) == round(0.7 * 1273.0)
+    assert capacity_from({"scenarios": {"items.mixed": missed}}, budget) is None
