@@ -55,11 +55,11 @@ def _make(project: Path, *arguments: str) -> str:
     return printed.strip()
 
 
-def _report(printed: str) -> str:
+def _report(project: Path, printed: str) -> str:
     path = re.search(r"profile: (\S+\.md)", printed)
     if path is None:
         raise RuntimeError(f"make profile wrote no report:\n{printed[-4000:]}")
-    text = Path(path.group(1)).read_text()
+    text = (project / path.group(1)).read_text()
     # The flame graph and speedscope file stay in the bake's results: not links in the guide.
     return re.sub(r"\nFlame graph: .*\n", "\n", text.split("\n", 2)[2]).replace("## ", "### ")
 
@@ -97,7 +97,7 @@ def main() -> None:
                     before,
                     "```",
                     "",
-                    _report(before),
+                    _report(project, before),
                     "## The fix, proved by the gate",
                     "",
                     "`make perf-gate BASE=HEAD~1 SCENARIOS=items.by_id` printed:",
@@ -112,7 +112,7 @@ def main() -> None:
                     after,
                     "```",
                     "",
-                    _report(after),
+                    _report(project, after),
                 ]
             ).rstrip()
             + "\n"

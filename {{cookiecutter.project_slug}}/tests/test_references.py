@@ -48,6 +48,7 @@ WRITTEN = {
     "clients/python": "make client",
     "clients/python/": "make client",
     "clients/typescript/": "make client",
+    ".speedscope.json": "make profile (loadtest/results/profile-<time>-<scenario>.speedscope.json)",
 }
 _SKIPPED_FOLDERS = {"__pycache__", "node_modules", "build", "dist"}
 _COMMENTED = {".toml", ".yaml", ".yml", ".ini", ".js"}

@@ -34,9 +34,7 @@ HOSTILE = {
     ),
     # An encoded slash is not another spelling of a row's URL (#40): a proxy rule on /items/*
     # would not see it.
-    "encoded-slash": Hostile(
-        "GET", BASE + "%2F{id}", 404, headers={}, detail_says="Not Found"
-    ),
+    "encoded-slash": Hostile("GET", BASE + "%2F{id}", 404, headers={}, detail_says="Not Found"),
     "delete-encoded-slash-lower-case": Hostile(
         "DELETE", BASE + "%2f{id}", 404, headers={}, detail_says="Not Found"
     ),

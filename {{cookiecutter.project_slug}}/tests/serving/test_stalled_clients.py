@@ -89,7 +89,9 @@ def _problem(answer: bytes, status: int) -> dict[str, object]:
 
 
 STALLED_BODIES = {
-    "post-declared-length": _head("POST", BASE, "Content-Type: application/json", "Content-Length: 100"),
+    "post-declared-length": _head(
+        "POST", BASE, "Content-Type: application/json", "Content-Length: 100"
+    ),
     "post-chunked-no-chunk": _head(
         "POST", BASE, "Content-Type: application/json", "Transfer-Encoding: chunked"
     ),
@@ -259,9 +261,7 @@ async def test_a_dropped_upload_is_counted_as_499_not_as_an_error(
             if 'status="499"' in scraped:
                 break
             await asyncio.sleep(0.1)  # polling: no event tells when the server has seen it
-    counted = [
-        line for line in scraped.splitlines() if line.startswith("http_requests_total{")
-    ]
+    counted = [line for line in scraped.splitlines() if line.startswith("http_requests_total{")]
     assert any('status="499"' in line for line in counted), counted
     assert not any('status="500"' in line for line in counted), counted
     assert "unhandled_error" not in served.log.read_text()

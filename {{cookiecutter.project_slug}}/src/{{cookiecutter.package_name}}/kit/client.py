@@ -13,10 +13,11 @@ of idempotency keys, so each must send keys no other would (UUIDs).
 Called only after the route's guard (READ or WRITE) let the request in, and only by what needs
 it: a request without an Idempotency-Key pays nothing here.
 """
-{% if cookiecutter.auth == "jwt" %}
-import hashlib
+{%- if cookiecutter.auth == "jwt" %}
 
+import hashlib
 {%- endif %}
+
 from starlette.requests import Request
 {%- if cookiecutter.auth == "api_key" %}
 

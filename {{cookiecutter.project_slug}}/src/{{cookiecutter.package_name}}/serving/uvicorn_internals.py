@@ -74,7 +74,9 @@ def protocol_problems() -> list[str]:
     ]
     cycle: Any = getattr(httptools_impl, "RequestResponseCycle", None)
     found = _instance_attributes(cycle, CYCLE_ATTRIBUTES) if cycle is not None else set()
-    problems += [f"RequestResponseCycle sets no {name}" for name in CYCLE_ATTRIBUTES if name not in found]
+    problems += [
+        f"RequestResponseCycle sets no {name}" for name in CYCLE_ATTRIBUTES if name not in found
+    ]
     status_line = getattr(httptools_impl, "STATUS_LINE", None)
     if not isinstance(status_line, dict) or not {400, 408, 431} <= status_line.keys():
         problems.append("uvicorn.protocols.http.httptools_impl.STATUS_LINE lacks 400, 408 or 431")

@@ -5,6 +5,7 @@ import xml.etree.ElementTree as ET
 from typing import Any
 
 import pytest
+from loadtest.profile import flamegraph
 from loadtest.profile.layers import (
     FRAMEWORK,
     KIT,
@@ -17,8 +18,6 @@ from loadtest.profile.layers import (
     layer_of,
     trimmed,
 )
-
-from loadtest.profile import flamegraph
 
 PACKAGE = "inventory_service"
 SITE = "/venv/lib/python3.11/site-packages"

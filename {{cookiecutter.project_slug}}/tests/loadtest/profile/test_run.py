@@ -1,11 +1,10 @@
 """loadtest/profile/run.py where py-spy may not trace: one line saying what to do, exit 2, no
-traceback (the profile of a real server is the template's tests/test_profile.py)."""
+traceback (the template's own tests profile a real server)."""
 
 import stat
 from pathlib import Path
 
 import pytest
-
 from loadtest import project
 from loadtest.plan import load
 from loadtest.profile import run

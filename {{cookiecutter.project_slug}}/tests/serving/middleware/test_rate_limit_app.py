@@ -160,9 +160,7 @@ async def test_one_credential_spelled_many_ways_is_one_client(
 {%- endif %}
     statuses = [
         (
-            await anonymous.get(
-                BASE, headers={name: spelling, "X-Forwarded-For": f"203.0.113.{n}"}
-            )
+            await anonymous.get(BASE, headers={name: spelling, "X-Forwarded-For": f"203.0.113.{n}"})
         ).status_code
         for n, spelling in enumerate(spellings, start=10)
     ]
