@@ -43,7 +43,7 @@ CORS_EXPOSE_HEADERS = [
 ]
 {%- if cookiecutter.auth == "none" %}
 # What tells clients apart for the rate limit, before the address (middleware/rate_limit.py):
-# nothing with auth=none; else the credential as kit/auth.py reads it.
+# nothing with auth=none (an auth option's bake takes the credential as its auth module reads it).
 CREDENTIAL_HEADER: bytes | None = None
 credential: Credential | None = None
 {%- endif %}

@@ -1,8 +1,8 @@
 """Per-client rate limits: a token bucket per client, 429 past it, probes never counted.
 
 A client is its credential when it sends one (the SHA-256 of the credential as authentication
-reads it, kit/auth.py `credential`: the API key, or the bearer token without its scheme, so that
-`bEaReR` or extra spaces do not make one token many clients, #40), else its address
+reads it, the auth module's `credential`: the API key, or the bearer token without its scheme, so
+that `bEaReR` or extra spaces do not make one token many clients), else its address
 (middleware/edge/request_id.py `client_address`: the TCP peer, or the client a proxy of
 FORWARDED_ALLOW_IPS names). An IPv6 client is its network of RATE_LIMIT_IPV6_PREFIX bits (a /64
 by default, the usual allocation to one site: its 2^64 addresses are one client, #33), an
