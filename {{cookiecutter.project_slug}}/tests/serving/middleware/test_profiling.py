@@ -2,6 +2,7 @@
 pyinstrument profile; and the layer is in the stack only when PROFILING is on, never in production."""
 
 import time
+from typing import Any
 
 import httpx
 import pytest
@@ -66,13 +67,18 @@ def _layers(settings: Settings) -> list[type]:
     return [layer.cls for layer in middleware_stack(settings, Metrics())]  # type: ignore[misc]
 
 
-def test_the_profiling_layer_is_in_the_stack_only_when_profiling_is_on() -> None:
+def test_the_profiling_layer_is_in_the_stack_only_when_profiling_is_on(
+    auth_settings: dict[str, Any],
+) -> None:
     url = "postgresql://localhost/db"
-    assert ProfilingMiddleware in _layers(Settings(database_url=url, app_env="dev", profiling=True))
+    on = Settings(database_url=url, app_env="dev", profiling=True, **auth_settings)
+    assert ProfilingMiddleware in _layers(on)
     assert ProfilingMiddleware not in _layers(Settings(database_url=url, app_env="dev"))
-    assert ProfilingMiddleware not in _layers(Settings(database_url=url, app_env="prod"))
+    production = Settings(database_url=url, app_env="prod", **auth_settings)
+    assert ProfilingMiddleware not in _layers(production)
 
 
-def test_profiling_is_refused_in_production() -> None:
+def test_profiling_is_refused_in_production(auth_settings: dict[str, Any]) -> None:
+    url = "postgresql://localhost/db"
     with pytest.raises(ValidationError, match="PROFILING=true is refused when APP_ENV=prod"):
-        Settings(database_url="postgresql://localhost/db", app_env="prod", profiling=True)
+        Settings(database_url=url, app_env="prod", profiling=True, **auth_settings)
