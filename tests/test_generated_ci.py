@@ -123,7 +123,11 @@ def test_make_install_newest_takes_a_venv_with_a_current_pip_where_uv_is_missing
     without_uv = os.pathsep.join(
         folder for folder in os.environ["PATH"].split(os.pathsep) if not Path(folder, "uv").exists()
     )
-    planned = run(default_project, "make", "-n", "install-newest", "VENV=/venv", PATH=without_uv)
+    # --no-print-directory: run under `make test`, a nested make would name its directory.
+    planned = run(
+        default_project, "make", "--no-print-directory", "-n", "install-newest", "VENV=/venv",
+        PATH=without_uv,
+    )  # fmt: skip
     assert planned.returncode == 0, planned.stderr
     assert planned.stdout.splitlines() == [
         "rm -rf /venv && python3 -m venv --upgrade-deps /venv",
