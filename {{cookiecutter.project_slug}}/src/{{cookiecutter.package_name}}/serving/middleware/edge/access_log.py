@@ -1,4 +1,5 @@
-"""One structured access-log line per request, through structlog, sampled so it stays cheap."""
+"""One structured access-log line per request, through structlog's configured processors, sampled
+so it stays cheap."""
 
 import random
 from typing import Literal
@@ -6,6 +7,7 @@ from typing import Literal
 import structlog
 from starlette.types import Scope
 
+from ....observability.direct_logger import direct_logger
 from .request_id import client_address
 
 UNMATCHED = "<unmatched>"
@@ -31,6 +33,9 @@ class AccessLog:
 
     def __init__(self, mode: Literal["all", "errors"] = "all", sample: float = 1.0) -> None:
         self._sample = sample if mode == "all" else 0.0
+        # The configuration of now (the app is made after logging is configured): the chain
+        # called directly, or structlog's logger where the direct one cannot be made.
+        self._logger = direct_logger("access") or logger
 
     def record(self, scope: Scope, route: str, status: int, seconds: float) -> None:
         if (
@@ -39,7 +44,7 @@ class AccessLog:
             or self._sample >= 1.0
             or random.random() < self._sample  # noqa: S311 - sampling, not security
         ):
-            logger.info(
+            self._logger.info(
                 "request",
                 method=scope["method"],
                 route=route,
