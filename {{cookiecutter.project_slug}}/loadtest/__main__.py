@@ -6,6 +6,7 @@ k6        the k6 script against --url (ids seeded through its API) with threshol
           budget.toml (exit non-zero on a miss)
 probe     one closed-loop step against any path of --url, printed as JSON
 search    the SLO capacity search against any path of --url, printed as JSON
+runs      several runs side by side: SLO capacity spread, p99 at the serving rate, host speed
 """
 
 import argparse
@@ -27,6 +28,7 @@ from .plan import (
     send_idempotency_keys,
     to_run,
 )
+from .report import runs
 from .search import Limits, Plan, capacity_from, describe_capacity, search, write_helm_values
 
 
@@ -117,13 +119,32 @@ def _parser() -> argparse.ArgumentParser:
     rate.add_argument("--repeats", type=int, default=3)
     rate.add_argument("--processes", type=int, default=2)
     _header_option(rate)
+
+    side_by_side = commands.add_parser("runs", help="several runs side by side")
+    side_by_side.add_argument(
+        "files", nargs="*", type=Path, help="results JSON (default: the latest --count)"
+    )
+    side_by_side.add_argument("--count", type=int, default=3)
     return parser
+
+
+def _results_files(folder: Path) -> list[Path]:
+    """The knee test's results JSON files of the folder, oldest first (k6's are apart)."""
+    return [path for path in sorted(folder.glob("*.json")) if not path.name.startswith("k6-")]
+
+
+def _runs(args: argparse.Namespace) -> int:
+    paths = args.files or _results_files(Path(args.results))[-args.count :]
+    if not paths:
+        print(f"no results in {args.results}: run `make loadtest` first", file=sys.stderr)
+        return 2
+    print(runs.describe(paths))
+    return 0
 
 
 def _capacity(args: argparse.Namespace) -> int:
     budget = load(args.budget)
-    candidates = sorted(Path(args.results).glob("*.json"))
-    candidates = [path for path in candidates if not path.name.startswith("k6-")]
+    candidates = _results_files(Path(args.results))
     source = args.source or (candidates[-1] if candidates else None)
     if source is None:
         print(f"no results in {args.results}: run `make loadtest` first", file=sys.stderr)
@@ -148,6 +169,8 @@ def main(argv: list[str] | None = None) -> int:
         return run.main(args, run.with_overrides(load(args.budget), args))
     if args.command == "capacity":
         return _capacity(args)
+    if args.command == "runs":
+        return _runs(args)
     try:
         headers = given(args.header)
         if args.command == "k6":
