@@ -7,16 +7,13 @@ from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Literal, Self
 
-from pydantic import {% if cookiecutter.auth == "jwt" or cookiecutter.jobs == "postgres" %}AnyHttpUrl, {% endif %}Field, PostgresDsn, SecretStr, {% if cookiecutter.jobs == "postgres" %}TypeAdapter, {% endif %}field_validator, model_validator
+from pydantic import {% if cookiecutter.auth == "jwt" or cookiecutter.jobs == "postgres" %}AnyHttpUrl, {% endif %}Field, PostgresDsn, SecretStr, field_validator, model_validator
 from pydantic_settings import NoDecode, SettingsConfigDict
 
 from .settings_sources import SECRETS_DIR, EnvironmentThenSecretFiles
 
 # A comma-separated list in the environment, e.g. CORS_ALLOW_ORIGINS=https://a.example,https://b.example
 CommaList = Annotated[list[str], NoDecode]
-{%- if cookiecutter.jobs == "postgres" %}
-_HTTP_URL = TypeAdapter(AnyHttpUrl)
-{%- endif %}
 {%- if cookiecutter.auth == "api_key" %}
 # What an API key may be allowed to do (API_KEY_HASHES): the roles READ and WRITE of kit/auth.py.
 API_KEY_SCOPES = ("read", "write")
@@ -440,7 +437,7 @@ class Settings(EnvironmentThenSecretFiles):
             )
 {%- if cookiecutter.jobs == "postgres" %}
         if self.webhook_url:
-            _HTTP_URL.validate_python(self.webhook_url)  # ValueError names what is wrong
+            AnyHttpUrl(self.webhook_url)  # a ValueError naming what is wrong
             if self.webhook_secret is None:
                 raise ValueError("WEBHOOK_SECRET is required with WEBHOOK_URL")
         if self.jobs_heartbeat_timeout_seconds <= self.webhook_timeout_seconds:

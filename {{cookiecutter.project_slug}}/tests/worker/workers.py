@@ -23,7 +23,9 @@ FAST = {
 }
 
 
-def start_worker(log: Path, database_url: str, webhook_url: str, **env: str) -> subprocess.Popen[bytes]:
+def start_worker(
+    log: Path, database_url: str, webhook_url: str, **env: str
+) -> subprocess.Popen[bytes]:
     variables = {
         **os.environ,
         "DATABASE_URL": database_url,
@@ -43,7 +45,9 @@ def start_worker(log: Path, database_url: str, webhook_url: str, **env: str) -> 
 
 
 @contextmanager
-def worker(log: Path, database_url: str, webhook_url: str, **env: str) -> Iterator[subprocess.Popen[bytes]]:
+def worker(
+    log: Path, database_url: str, webhook_url: str, **env: str
+) -> Iterator[subprocess.Popen[bytes]]:
     process = start_worker(log, database_url, webhook_url, **env)
     try:
         yield process

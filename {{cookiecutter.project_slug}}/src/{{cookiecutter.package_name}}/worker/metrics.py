@@ -58,7 +58,10 @@ class JobMetrics:
             registry=self.registry,
         )
         self.depth = Gauge(
-            "jobs_in_queue", "Jobs in the queue table by status.", ["status"], registry=self.registry
+            "jobs_in_queue",
+            "Jobs in the queue table by status.",
+            ["status"],
+            registry=self.registry,
         )
 
     def record_depth(self, rows: list[dict[str, object]]) -> None:
