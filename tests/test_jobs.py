@@ -3,16 +3,9 @@ real PostgreSQL with real worker processes; `jobs=none` bakes none of it."""
 
 from pathlib import Path
 
-import pytest
-
 from .baking import bake, run
 
 JOBS_TESTS = ("tests/kit/test_events.py", "tests/worker", "tests/test_drift.py")
-
-
-@pytest.fixture(scope="module")
-def jobs_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return bake(tmp_path_factory.mktemp("jobs"), lock_dependencies="no", jobs="postgres")
 
 
 def test_a_jobs_bake_has_the_worker_the_queue_migration_and_pgqueuer(jobs_project: Path) -> None:
