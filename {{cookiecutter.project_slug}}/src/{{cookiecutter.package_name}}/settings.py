@@ -348,11 +348,16 @@ class Settings(EnvironmentThenSecretFiles):
         True,
         description="The worker wakes on the queue's NOTIFY; false leaves it to JOBS_POLL_SECONDS.",
     )
+    jobs_prune_cron: str = Field(
+        "*/15 * * * *",
+        description="When the job log is pruned: a cron expression (a sixth field counts seconds), "
+        "run by one worker per tick however many run.",
+    )
     jobs_log_retention_hours: float = Field(
         168,
         gt=0,
         le=24 * 366,
-        description="Rows of the job log (pgqueuer_log) older than this are pruned every 15 minutes.",
+        description="Rows of the job log (pgqueuer_log) older than this are pruned (JOBS_PRUNE_CRON).",
     )
 {%- endif %}
 

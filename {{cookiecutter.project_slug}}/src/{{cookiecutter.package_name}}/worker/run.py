@@ -34,9 +34,8 @@ from .metrics import DEPTH, JobMetrics
 from .webhook import deliver
 
 logger = structlog.get_logger(__name__)
-# The job log's upkeep: rows older than JOBS_LOG_RETENTION_HOURS go, every 15 minutes.
+# The job log's upkeep: rows older than JOBS_LOG_RETENTION_HOURS go, on JOBS_PRUNE_CRON's ticks.
 PRUNE = "prune_job_log"
-PRUNE_EVERY = "*/15 * * * *"
 PRUNE_LOG = "DELETE FROM pgqueuer_log WHERE created < now() - make_interval(secs => $1)"
 DEPTH_EVERY_SECONDS = 5.0
 RECONNECT_MAX_SECONDS = 10.0
@@ -73,7 +72,8 @@ def queue(
         metrics.latency.labels(WEBHOOK).observe(time.time() - job.created.timestamp())
         logger.info("event_delivered", job_id=job.id, attempts=job.attempts + 1)
 
-    @pgq.schedule(PRUNE, PRUNE_EVERY)
+    # One worker runs each tick: pgqueuer takes the schedule's row FOR UPDATE SKIP LOCKED.
+    @pgq.schedule(PRUNE, settings.jobs_prune_cron)
     async def prune_job_log(schedule: Schedule) -> None:
         seconds = settings.jobs_log_retention_hours * 3600
         status = await pgq.connection.execute(PRUNE_LOG, seconds)  # the driver's lock
