@@ -111,6 +111,7 @@ def remove_unused_options() -> None:
     if JOBS_OPTION == "none":
         shutil.rmtree(Path("src", PACKAGE, "worker"))
         shutil.rmtree(Path("tests", "worker"))
+        shutil.rmtree(Path("loadtest", "jobs"))
 
 
 def main() -> int:

@@ -24,6 +24,8 @@ def test_a_bake_without_jobs_has_no_worker_no_queue_and_no_pgqueuer(tmp_path: Pa
     assert not (package / "worker").exists()
     assert not (package / "kit" / "events.py").exists()
     assert not (project / "tests" / "worker").exists()
+    assert not (project / "loadtest" / "jobs").exists()
+    assert "bench-jobs" not in (project / "Makefile").read_text()
     machinery = sorted(path.name for path in (project / "migrations" / "machinery").glob("*.py"))
     assert machinery == ["0000_idempotency_keys.py", "0001_cursor_keys.py"]
     assert "pgqueuer" not in (project / "pyproject.toml").read_text()
@@ -52,6 +54,27 @@ def test_a_jobs_bake_installs_lints_and_passes_its_jobs_tests(
     )
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-2000:]
     assert " passed" in result.stdout
+
+
+def test_make_bench_jobs_prints_the_route_cost_with_and_without_its_job_and_jobs_per_second(
+    jobs_project: Path,
+) -> None:
+    """docs/jobs.md's command, on a small run: every figure it prints comes from the run."""
+    if not (jobs_project / ".venv").is_dir():
+        assert run(jobs_project, "make", "install", PYTHONPATH="").returncode == 0
+    result = run(jobs_project, "make", "bench-jobs", "REQUESTS=200", PYTHONPATH="", timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    lines = result.stdout.splitlines()
+    assert any(line.startswith("load average before") for line in lines)
+    (without,) = [line.split() for line in lines if line.strip().startswith("without its job")]
+    (with_job,) = [line.split() for line in lines if line.strip().startswith("with its job")]
+    assert all(float(figure) > 0 for figure in without[3:] + with_job[3:])
+    (drained,) = [line for line in lines if "jobs/s" in line]
+    assert float(drained.split()[0].replace(",", "")) > 0
+    assert "200 requests over 8 connections" in result.stdout
+    assert "docs/jobs.md" not in result.stdout  # it prints figures, not a pointer to them
+    guide = (jobs_project / "docs" / "jobs.md").read_text()
+    assert "make bench-jobs" in guide
 
 
 def test_a_new_resource_of_a_jobs_bake_enqueues_its_created_event(jobs_project: Path) -> None:
