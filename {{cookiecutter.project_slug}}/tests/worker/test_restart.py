@@ -25,8 +25,11 @@ BACKLOG = 200
 
 
 @pytest.fixture
-def restartable() -> Iterator[ThrowawayPostgres]:
-    # Outside pytest's temporary root, as the suite's own server is (tests/conftest.py).
+def restartable(tmp_path: Path) -> Iterator[ThrowawayPostgres]:
+    # Its data outside pytest's temporary root, as the suite's own server's (tests/conftest.py).
+    # tmp_path first: pytest sets its root to 0700 on first use, which would lock the server's
+    # user out of its own binaries and libraries when they live in a virtualenv under that root;
+    # the start below opens the way to them again.
     folder = Path(tempfile.mkdtemp(prefix="test-postgres-restart-"))
     try:
         with ThrowawayPostgres(folder / "data") as server:
