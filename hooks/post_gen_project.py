@@ -112,6 +112,7 @@ def remove_unused_options() -> None:
         shutil.rmtree(Path("src", PACKAGE, "worker"))
         shutil.rmtree(Path("tests", "worker"))
         shutil.rmtree(Path("loadtest", "jobs"))
+        Path("deploy", "helm", SLUG, "templates", "worker-deployment.yaml").unlink()
 
 
 def main() -> int:

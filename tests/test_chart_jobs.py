@@ -205,7 +205,10 @@ def test_the_worker_connections_count_in_the_connection_arithmetic(jobs_project:
     surge) fit exactly, 17 do not; without the worker the same chart has room for them."""
     chart = chart_of(jobs_project)
     assert _worker(render(chart, {"worker": {"replicaCount": 16}}))
-    with pytest.raises(helm_python.HelmRenderError, match="database pools need 91 connections"):
+    with pytest.raises(
+        helm_python.HelmRenderError,
+        match=r"need 91 connections .* \+ 18 of worker pods incl\. surge \+ 1 migration",
+    ):
         render(chart, {"worker": {"replicaCount": 17}})
     off = render(chart, {"worker": {"replicaCount": 17, "enabled": False}})
     assert [item for item in off if "worker" in item["metadata"]["name"]] == []
@@ -244,5 +247,6 @@ def test_a_chart_without_jobs_has_no_worker_objects_values_or_alerts(chart: Path
     (group,) = find(objects, "PrometheusRule")["spec"]["groups"]
     assert not {rule["alert"] for rule in group["rules"]} & JOB_ALERTS
     assert "worker" not in yaml.safe_load((chart / "values.yaml").read_text())
+    assert not (chart / "templates" / "worker-deployment.yaml").exists()
     with pytest.raises(helm_python.HelmError, match="worker"):
         render(chart, {"worker": {"enabled": True}})

@@ -119,7 +119,8 @@ Checks that a JSON schema cannot express, because they compare two values.
 {{- $needed := add (mul $pods (int $db.poolMaxSize)) $workers 1 }}
 {{- $budget := sub (int $db.maxConnections) (int $db.reservedConnections) }}
 {{- if gt $needed $budget }}
-{{- fail (printf "database pools need %d connections ((%d pods incl. surge) x poolMaxSize %d + %d of worker pods incl. surge + 1 migration) but the database allows %d (maxConnections %d - reservedConnections %d): lower database.poolMaxSize or the replica ceiling, or put PgBouncer in front" $needed $pods (int $db.poolMaxSize) $workers $budget (int $db.maxConnections) (int $db.reservedConnections)) }}
+{{- $ofWorkers := ternary (printf " + %d of worker pods incl. surge" $workers) "" (gt $workers 0) }}
+{{- fail (printf "database pools need %d connections ((%d pods incl. surge) x poolMaxSize %d%s + 1 migration) but the database allows %d (maxConnections %d - reservedConnections %d): lower database.poolMaxSize or the replica ceiling, or put PgBouncer in front" $needed $pods (int $db.poolMaxSize) $ofWorkers $budget (int $db.maxConnections) (int $db.reservedConnections)) }}
 {{- end }}
 {{- with include "app.workerEnabled" . }}
 {{- $worker := $.Values.worker }}
