@@ -17,6 +17,9 @@ LOCK = LOCK_OPTION == "yes"
 # cruft sets _commit; cookiecutter sets _repo_dir, the template's checkout (its HEAD is the commit).
 CRUFT_COMMIT = "{{ cookiecutter.get('_commit', '') }}"
 REPO_DIR = "{{ cookiecutter.get('_repo_dir', '') }}"
+# jobs=none: the worker's package goes (a folder cannot be named conditionally as a file can).
+JOBS_OPTION: str = "{{ cookiecutter.jobs }}"
+PACKAGE = "{{ cookiecutter.package_name }}"
 # Set by `make template-update` (scaffold/upkeep.py) for cruft's two renders of the template.
 UPDATE_ENV = "TEMPLATE_UPDATE"
 
@@ -104,7 +107,16 @@ def generate_first_resource() -> None:
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
 
 
+def remove_unused_options() -> None:
+    if JOBS_OPTION == "none":
+        shutil.rmtree(Path("src", PACKAGE, "worker"))
+        shutil.rmtree(Path("tests", "worker"))
+        shutil.rmtree(Path("loadtest", "jobs"))
+        Path("deploy", "helm", SLUG, "templates", "worker-deployment.yaml").unlink()
+
+
 def main() -> int:
+    remove_unused_options()
     generate_first_resource()
     format_sources()
     write_chart_readme()

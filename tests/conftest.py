@@ -59,6 +59,11 @@ def jwt_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def jobs_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return bake(tmp_path_factory.mktemp("jobs"), jobs="postgres")
+
+
+@pytest.fixture(scope="session")
 def figures(tmp_path_factory: pytest.TempPathFactory) -> Figures:
     """Where the reliability tests record what they measured (figures.py)."""
     return Figures(tmp_path_factory.getbasetemp())

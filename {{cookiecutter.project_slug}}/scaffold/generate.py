@@ -29,6 +29,7 @@ FILES = {
     "clients/check.ts.jinja": "clients/check/{plural}.ts",
 }
 RESOURCES_MODULE = "src/{package}/serving/resources.py"
+EVENTS_MODULE = "events.py"
 VERSIONS = Path("migrations/versions")
 README_END = "<!-- resources:end -->"
 # As this generator writes them ("0002") and as `alembic revision` does ('1a2b3c4d5e6f').
@@ -185,6 +186,8 @@ def add_resource(root: Path, singular: str, plural: str, spec: str) -> list[Path
     if (root / "src" / package / plural).exists():
         raise GenerateError(f"src/{package}/{plural} exists already")
     names = Names(singular, plural, tuple(parse(spec)))
+    # jobs=postgres: each create enqueues its `created` event in its transaction (docs/jobs.md).
+    jobs = (root / "src" / package / "kit" / EVENTS_MODULE).is_file()
     environment = _environment()
     kit_names = sorted(
         {"Declared", "Page", "Stored", "changes_of", "list_query"}.union(
@@ -196,7 +199,7 @@ def add_resource(root: Path, singular: str, plural: str, spec: str) -> list[Path
         path = root / target.format(package=package, plural=plural)
         path.parent.mkdir(parents=True, exist_ok=True)
         text = environment.get_template(template).render(
-            r=names, fields=names.fields, package=package, kit_names=kit_names
+            r=names, fields=names.fields, package=package, kit_names=kit_names, jobs=jobs
         )
         path.write_text(text)
         written.append(path)

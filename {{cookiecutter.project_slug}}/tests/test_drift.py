@@ -155,3 +155,17 @@ async def test_a_row_is_answered_with_exactly_the_output_models_fields(
     assert set(fetched.json()) == expected
     page = (await client.get(resource.prefix, params={"limit": 1})).json()
     assert [set(row) for row in page["data"]] == [expected]
+{%- if cookiecutter.jobs == "postgres" %}
+
+
+async def test_the_job_queues_migrated_schema_is_what_the_installed_pgqueuer_declares(
+    connection: asyncpg.Connection,
+) -> None:
+    """migrations/machinery/0002_job_queue.py against pgqueuer's own schema plan: a pgqueuer
+    release that changes its schema shows here as the statements a new migration must run."""
+    from pgqueuer.db import AsyncpgDriver
+    from pgqueuer.queries import Queries
+
+    plan = await Queries(AsyncpgDriver(connection)).plan_upgrade()
+    assert list(plan.statements) == []
+{%- endif %}

@@ -2,6 +2,11 @@
 
 `python -m {{ cookiecutter.package_name }} rotate-cursor-key`: a new key for the sorted pages'
 cursors, the old one still accepted; pods take it at their next start (a rollout).
+{%- if cookiecutter.jobs == "postgres" %}
+
+`python -m {{ cookiecutter.package_name }} worker`: run the jobs the writes enqueue until SIGTERM
+(worker/run.py).
+{%- endif %}
 """
 
 import asyncio
@@ -14,7 +19,7 @@ from .serving import server
 from .settings import Settings
 from .settings_sources import describe_error
 
-COMMANDS = ("rotate-cursor-key",)
+COMMANDS = ("rotate-cursor-key",{% if cookiecutter.jobs == "postgres" %} "worker"{% endif %})
 
 
 def main(arguments: tuple[str, ...] = ()) -> int:
@@ -30,6 +35,12 @@ def main(arguments: tuple[str, ...] = ()) -> int:
         rotated_at = asyncio.run(rotate_cursor_key(settings))
         print(f"cursor key rotated at {rotated_at}; restart the pods (a rollout) to sign with it")
         return 0
+{%- if cookiecutter.jobs == "postgres" %}
+    if arguments == ("worker",):
+        from .worker.run import run as run_worker  # the server's process never imports it
+
+        return run_worker(settings)
+{%- endif %}
     problem = server.framework_problem()
     if problem is not None:
         print(problem, file=sys.stderr)

@@ -7,7 +7,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Literal, Self
 
-from pydantic import {% if cookiecutter.auth == "jwt" %}AnyHttpUrl, {% endif %}Field, PostgresDsn, SecretStr, field_validator, model_validator
+from pydantic import {% if cookiecutter.auth == "jwt" or cookiecutter.jobs == "postgres" %}AnyHttpUrl, {% endif %}Field, PostgresDsn, SecretStr, field_validator, model_validator
 from pydantic_settings import NoDecode, SettingsConfigDict
 
 from .settings_sources import SECRETS_DIR, EnvironmentThenSecretFiles
@@ -302,6 +302,64 @@ class Settings(EnvironmentThenSecretFiles):
     )
     jwks_timeout: float = Field(5, gt=0, le=60, description="Seconds to fetch the JWKS.")
 {%- endif %}
+{%- if cookiecutter.jobs == "postgres" %}
+    webhook_url: str = Field(
+        "",
+        description="Where each create's `created` event is POSTed by the worker (docs/jobs.md); "
+        "empty = no event enqueued.",
+    )
+    webhook_secret: SecretStr | None = Field(
+        None,
+        description="Key of the events' X-Signature header (HMAC-SHA256 of the body); required "
+        "with WEBHOOK_URL.",
+    )
+    webhook_timeout_seconds: float = Field(
+        10, gt=0, le=300, description="Seconds one delivery may take before it counts as failed."
+    )
+    webhook_max_attempts: int = Field(
+        8,
+        ge=1,
+        le=100,
+        description="Deliveries of one event before it is held as failed (5xx and timeouts retry).",
+    )
+    webhook_retry_seconds: float = Field(
+        1, gt=0, le=3600, description="Wait before the second delivery; doubled for each next one."
+    )
+    webhook_retry_max_seconds: float = Field(
+        300, gt=0, le=86400, description="Longest wait between two deliveries of one event."
+    )
+    jobs_heartbeat_timeout_seconds: float = Field(
+        30,
+        gt=0,
+        le=3600,
+        description="A picked job whose worker sent no heartbeat for this long runs again; must "
+        "exceed the longest job (WEBHOOK_TIMEOUT_SECONDS).",
+    )
+    jobs_poll_seconds: float = Field(
+        5,
+        gt=0,
+        le=600,
+        description="The worker looks for jobs at least this often when no NOTIFY woke it.",
+    )
+    jobs_batch_size: int = Field(
+        10, ge=1, le=1000, description="Jobs the worker takes per dequeue, run concurrently."
+    )
+    jobs_listen: bool = Field(
+        True,
+        description="The worker wakes on the queue's NOTIFY; false leaves it to JOBS_POLL_SECONDS.",
+    )
+    jobs_prune_cron: str = Field(
+        "*/15 * * * *",
+        description="When the job log is pruned: a cron expression (a sixth field counts seconds), "
+        "run by one worker per tick however many run.",
+    )
+    jobs_log_retention_hours: float = Field(
+        168,
+        gt=0,
+        le=24 * 366,
+        description="Rows of the job log (pgqueuer_log) older than this are pruned (JOBS_PRUNE_CRON).",
+    )
+{%- endif %}
 
     @field_validator("secrets_dir")
     @classmethod
@@ -382,6 +440,17 @@ class Settings(EnvironmentThenSecretFiles):
                 "FORWARDED_ALLOW_IPS=* is refused with APP_ENV=prod: every client would choose "
                 "its own address (rate limit, logs); name the proxies' IPs or CIDRs"
             )
+{%- if cookiecutter.jobs == "postgres" %}
+        if self.webhook_url:
+            AnyHttpUrl(self.webhook_url)  # a ValueError naming what is wrong
+            if self.webhook_secret is None:
+                raise ValueError("WEBHOOK_SECRET is required with WEBHOOK_URL")
+        if self.jobs_heartbeat_timeout_seconds <= self.webhook_timeout_seconds:
+            # A job still running past the heartbeat timeout would be taken by a second worker.
+            raise ValueError(
+                "JOBS_HEARTBEAT_TIMEOUT_SECONDS must exceed WEBHOOK_TIMEOUT_SECONDS, the longest job"
+            )
+{%- endif %}
         if self.database_url is None and self.app_env != "dev":
             raise ValueError("DATABASE_URL is required unless APP_ENV=dev")
         if self.profiling and self.app_env == "prod":

@@ -16,6 +16,9 @@ from .auth import READ, WRITE
 {%- endif %}
 from .conditional import IfMatch, IfNoneMatch, etag, none_match, stale, versions_matching
 from .cursor_keys import cursor_key
+{%- if cookiecutter.jobs == "postgres" %}
+from .events import enqueue_event, with_events
+{%- endif %}
 from .fields import (
     BigInt,
     Bool,
@@ -93,6 +96,9 @@ __all__ = [
     "Uuid",
     "changes_of",
     "cursor_key",
+{%- if cookiecutter.jobs == "postgres" %}
+    "enqueue_event",
+{%- endif %}
     "etag",
     "field_type",
     "idempotently",
@@ -109,4 +115,7 @@ __all__ = [
     "row_response",
     "stale",
     "versions_matching",
+{%- if cookiecutter.jobs == "postgres" %}
+    "with_events",
+{%- endif %}
 ]

@@ -12,14 +12,15 @@ server it opens accepts connections on its own.
 
 import asyncio
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from typing import Protocol
 
 import uvicorn
 from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
 from starlette.routing import Route
-
-from ..observability.metrics import Metrics
 
 # A scraper opens one connection at a time; a few more leave room for a person with curl.
 _MAX_CONNECTIONS = 8
@@ -27,7 +28,13 @@ METRICS_PATH = "/metrics"
 _KEEP_ALIVE_SECONDS = 5
 
 
-def metrics_app(metrics: Metrics) -> Starlette:
+class Scraped(Protocol):
+    """What is served: the service's Metrics, or the worker's collectors (jobs=postgres)."""
+
+    def endpoint(self) -> Callable[[Request], Awaitable[Response]]: ...
+
+
+def metrics_app(metrics: Scraped) -> Starlette:
     """GET /metrics and nothing else (404 for any other path)."""
     return Starlette(routes=[Route(METRICS_PATH, metrics.endpoint(), methods=["GET"])])
 
@@ -47,7 +54,7 @@ def _bound_socket(host: str, port: int) -> socket.socket:
 
 @asynccontextmanager
 async def metrics_listener(
-    metrics: Metrics, host: str, port: int, *, protocol: type[asyncio.Protocol]
+    metrics: Scraped, host: str, port: int, *, protocol: type[asyncio.Protocol]
 ) -> AsyncIterator[int | None]:
     """Serve /metrics on host:port while the block runs; yield the bound port (None when port=0).
 

@@ -97,8 +97,9 @@ live Secret `name`. */}}
 
 {{/*
 Checks that a JSON schema cannot express, because they compare two values.
-  connections: (max replicas + maxSurge) x poolMaxSize + 1 migration connection must fit in
-               maxConnections - reservedConnections;
+  connections: (max replicas + maxSurge) x poolMaxSize + worker connections + 1 migration
+               connection must fit in maxConnections - reservedConnections;
+  worker:      (jobs=postgres) its grace period and heartbeat timeout outlast the longest job;
   pool:        poolMinSize <= poolMaxSize;
   shutdown:    terminationGracePeriodSeconds > preStop sleep + drain + 10 s of pool close
                (the service's Database.close bound);
@@ -114,10 +115,25 @@ Checks that a JSON schema cannot express, because they compare two values.
 {{- end }}
 {{- end }}
 {{- $pods := add $replicas (int .Values.strategy.maxSurge) }}
-{{- $needed := add (mul $pods (int $db.poolMaxSize)) 1 }}
+{{- $workers := include "app.workerConnections" . | int }}
+{{- $needed := add (mul $pods (int $db.poolMaxSize)) $workers 1 }}
 {{- $budget := sub (int $db.maxConnections) (int $db.reservedConnections) }}
 {{- if gt $needed $budget }}
-{{- fail (printf "database pools need %d connections ((%d pods incl. surge) x poolMaxSize %d + 1 migration) but the database allows %d (maxConnections %d - reservedConnections %d): lower database.poolMaxSize or the replica ceiling, or put PgBouncer in front" $needed $pods (int $db.poolMaxSize) $budget (int $db.maxConnections) (int $db.reservedConnections)) }}
+{{- $ofWorkers := ternary (printf " + %d of worker pods incl. surge" $workers) "" (gt $workers 0) }}
+{{- fail (printf "database pools need %d connections ((%d pods incl. surge) x poolMaxSize %d%s + 1 migration) but the database allows %d (maxConnections %d - reservedConnections %d): lower database.poolMaxSize or the replica ceiling, or put PgBouncer in front" $needed $pods (int $db.poolMaxSize) $ofWorkers $budget (int $db.maxConnections) (int $db.reservedConnections)) }}
+{{- end }}
+{{- with include "app.workerEnabled" . }}
+{{- $worker := $.Values.worker }}
+{{- $longest := int $worker.webhook.timeoutSeconds }}
+{{- if le (int $worker.terminationGracePeriodSeconds) (add $longest 10) }}
+{{- fail (printf "worker.terminationGracePeriodSeconds (%d) must exceed the longest job (worker.webhook.timeoutSeconds %d) + 10 s connection close = %d" (int $worker.terminationGracePeriodSeconds) $longest (add $longest 10)) }}
+{{- end }}
+{{- if le (int $worker.heartbeatTimeoutSeconds) $longest }}
+{{- fail (printf "worker.heartbeatTimeoutSeconds (%d) must exceed the longest job (worker.webhook.timeoutSeconds %d), or a slow job runs twice" (int $worker.heartbeatTimeoutSeconds) $longest) }}
+{{- end }}
+{{- if and $worker.webhook.url (not $worker.webhook.existingSecret) }}
+{{- fail "worker.webhook.url needs worker.webhook.existingSecret, the Secret holding WEBHOOK_SECRET" }}
+{{- end }}
 {{- end }}
 {{- if eq (int .Values.metrics.port) (int .Values.server.port) }}
 {{- fail (printf "metrics.port (%d) must differ from server.port: metrics are served on a port of their own" (int .Values.metrics.port)) }}
@@ -212,4 +228,88 @@ JWT settings are plain values.
       protocol: UDP
     - port: 53
       protocol: TCP
+{{- end }}
+
+{{/*
+The worker (jobs=postgres bakes: `worker` is in their values.yaml only): "true" when it is on,
+else empty.
+*/}}
+{{- define "app.workerEnabled" -}}
+{{- if (.Values.worker | default dict).enabled }}true{{ end }}
+{{- end }}
+
+{{/* Connections of the worker pods, a rolling update's surge included: one each (the queue's). */}}
+{{- define "app.workerConnections" -}}
+{{- if include "app.workerEnabled" . }}
+{{- add (int .Values.worker.replicaCount) (int .Values.strategy.maxSurge) }}
+{{- else }}0{{ end }}
+{{- end }}
+
+{{/*
+The worker's pods: a name of their own, so no selector of the service (Deployment, Service, PDB,
+HPA, topology spread, NetworkPolicy) ever matches them, and none of theirs a service pod.
+*/}}
+{{- define "app.workerSelectorLabels" -}}
+app.kubernetes.io/name: {{ include "app.name" . }}-worker
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: worker
+{{- end }}
+
+{{- define "app.workerLabels" -}}
+{{ include "app.chartLabels" . }}
+{{ include "app.workerSelectorLabels" . }}
+{{- end }}
+
+{{/*
+The events' settings, for the service's pods (they enqueue an event only with WEBHOOK_URL) and the
+worker's (they deliver it); nothing when the worker is off or in a bake without jobs.
+*/}}
+{{- define "app.jobsEnv" -}}
+{{- if include "app.workerEnabled" . }}
+{{- $webhook := .Values.worker.webhook }}
+- name: WEBHOOK_URL
+  value: {{ $webhook.url | quote }}
+{{- with $webhook.existingSecret }}
+- name: WEBHOOK_SECRET
+  valueFrom:
+    secretKeyRef:
+      name: {{ . }}
+      key: {{ $webhook.existingSecretKey }}
+{{- end }}
+- name: WEBHOOK_TIMEOUT_SECONDS
+  value: {{ $webhook.timeoutSeconds | quote }}
+- name: WEBHOOK_MAX_ATTEMPTS
+  value: {{ $webhook.maxAttempts | quote }}
+- name: JOBS_HEARTBEAT_TIMEOUT_SECONDS
+  value: {{ .Values.worker.heartbeatTimeoutSeconds | quote }}
+{{- end }}
+{{- end }}
+
+{{/* The Secret files of secrets.asFiles (SECRETS_DIR), for the service's and the worker's pods. */}}
+{{- define "app.secretsVolume" -}}
+{{- if and .Values.secrets.asFiles (.Values.auth | default dict).apiKey }}
+# Two Secrets in the one folder: DATABASE_URL and API_KEY_HASHES.
+- name: secrets
+  projected:
+    defaultMode: 0440
+    sources:
+      - secret:
+          name: {{ include "app.databaseSecret" . }}
+          items:
+            - key: {{ .Values.database.existingSecretKey }}
+              path: DATABASE_URL
+      - secret:
+          name: {{ include "app.apiKeySecret" . }}
+          items:
+            - key: {{ .Values.auth.apiKey.existingSecretKey }}
+              path: API_KEY_HASHES
+{{- else if .Values.secrets.asFiles }}
+- name: secrets
+  secret:
+    secretName: {{ include "app.databaseSecret" . }}
+    defaultMode: 0440
+    items:
+      - key: {{ .Values.database.existingSecretKey }}
+        path: DATABASE_URL
+{{- end }}
 {{- end }}

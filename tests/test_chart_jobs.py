@@ -1,0 +1,252 @@
+"""The chart of a jobs=postgres bake runs the worker in a Deployment of its own: its own 1-core
+pods, the service's image, Secret and settings after the same migration Job, a
+PodDisruptionBudget, a grace period above the longest job, its /metrics scraped like the
+service's, alerts on a growing backlog and on failed jobs, and its connections in the chart's
+connection arithmetic. A bake without jobs has none of it."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import helm_python
+import promql_parser
+import pytest
+import yaml
+
+from .baking import tool_env
+from .charting import (
+    EVERYTHING_ON,
+    KUBERNETES_VERSIONS,
+    chart_of,
+    find,
+    merge,
+    pod_selectors,
+    render,
+    sdk_lint,
+    selects,
+    validate,
+)
+from .test_chart_alerts import _selectors
+
+WEBHOOK = {
+    "worker": {
+        "webhook": {"url": "https://hooks.example.com/shop", "existingSecret": "shop-webhook"}
+    }
+}
+JOB_ALERTS = {"JobBacklogGrowing", "JobsFailing"}
+
+
+def _worker(objects: list[dict[str, Any]]) -> dict[str, Any]:
+    return find(objects, "Deployment", component="worker")
+
+
+def _service(objects: list[dict[str, Any]]) -> dict[str, Any]:
+    (service,) = [
+        item
+        for item in objects
+        if item["kind"] == "Deployment"
+        and "app.kubernetes.io/component" not in item["metadata"]["labels"]
+    ]
+    return service
+
+
+def _container(deployment: dict[str, Any]) -> dict[str, Any]:
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    return dict(container)
+
+
+def _in_project(project: Path, script: str, env: dict[str, str] | None = None) -> Any:
+    """The JSON `script` prints, run in a fresh process with the bake's package importable (its
+    package name is the jobs bake's, which another bake of this session may have imported)."""
+    tools = tool_env(project)
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        env={"PATH": tools["PATH"], "PYTHONPATH": tools["PYTHONPATH"], **(env or {})},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    return json.loads(result.stdout)
+
+
+def test_a_jobs_chart_lints_and_renders_valid_objects_with_and_without_every_option(
+    jobs_project: Path,
+) -> None:
+    chart = chart_of(jobs_project)
+    report = sdk_lint(chart)
+    assert not report["Errors"], report["Messages"]
+    everything = merge(EVERYTHING_ON, WEBHOOK)
+    for values in (None, everything):
+        assert helm_python.lint(chart, values, strict=True)["errors"] == []
+        for item in render(chart, values):
+            for version in KUBERNETES_VERSIONS:
+                validate(item, version)
+
+
+def test_the_worker_runs_in_its_own_one_core_pods_with_the_services_image_secret_and_migrations(
+    jobs_project: Path,
+) -> None:
+    objects = render(chart_of(jobs_project), {"database": {"url": "postgresql://a:pw@db/app"}})
+    worker, service = _worker(objects), _service(objects)
+    container = _container(worker)
+    assert container["command"] == ["python", "-m", "inventory_service", "worker"]
+    assert container["image"] == _container(service)["image"]
+    one_core = {"cpu": "1", "memory": "1Gi"}
+    assert container["resources"] == {"requests": one_core, "limits": one_core}
+    assert worker["spec"]["replicas"] == 2
+    env = {item["name"]: item for item in container["env"]}
+    service_env = {item["name"]: item for item in _container(service)["env"]}
+    assert env["DATABASE_URL"] == service_env["DATABASE_URL"]
+    assert env["WEBHOOK_URL"] == service_env["WEBHOOK_URL"]  # the service enqueues, it delivers
+    annotations = worker["spec"]["template"]["metadata"]["annotations"]
+    assert (
+        annotations["checksum/secret"]
+        == (service["spec"]["template"]["metadata"]["annotations"]["checksum/secret"])
+    )
+    # The migration Job is a pre-install,pre-upgrade hook: it runs before any pod, the worker's too.
+    job = find(objects, "Job")
+    assert job["metadata"]["annotations"]["helm.sh/hook"] == "pre-install,pre-upgrade"
+    assert _container(job)["image"] == container["image"]
+    assert "helm.sh/hook" not in worker["metadata"].get("annotations", {})
+    # Its /metrics port is probed: a blocked loop (which stops the heartbeats) restarts the pod.
+    assert container["livenessProbe"]["httpGet"] == {"path": "/metrics", "port": "metrics"}
+
+
+def test_the_worker_pods_are_selected_only_by_their_own_deployment_pdb_and_metrics_service(
+    jobs_project: Path,
+) -> None:
+    objects = render(chart_of(jobs_project), merge(EVERYTHING_ON, WEBHOOK))
+    worker_labels = _worker(objects)["spec"]["template"]["metadata"]["labels"]
+    service_labels = _service(objects)["spec"]["template"]["metadata"]["labels"]
+    worker_selectors = {
+        where
+        for where, selector in pod_selectors(objects).items()
+        if selects(selector, worker_labels)
+    }
+    name = "shop-inventory-service"
+    assert worker_selectors == {
+        f"Deployment/{name}-worker selector",
+        f"Deployment/{name}-worker topologySpread[0]",
+        f"PodDisruptionBudget/{name}-worker selector",
+        f"Service/{name}-worker-metrics selector",
+    }
+    for where, selector in pod_selectors(objects).items():
+        if "worker" in where:
+            assert not selects(selector, service_labels), where
+    pdb = next(
+        item
+        for item in objects
+        if item["kind"] == "PodDisruptionBudget" and item["metadata"]["name"].endswith("-worker")
+    )
+    assert pdb["spec"]["maxUnavailable"] == 1
+    # The ServiceMonitor scrapes the worker's metrics Service as it scrapes the service's.
+    monitor = find(objects, "ServiceMonitor")["spec"]["selector"]["matchLabels"]
+    metrics = [
+        item
+        for item in objects
+        if item["kind"] == "Service" and "metrics" in item["metadata"]["name"]
+    ]
+    assert {item["metadata"]["name"] for item in metrics} == {
+        f"{name}-metrics",
+        f"{name}-worker-metrics",
+    }
+    for service in metrics:
+        assert selects(monitor, service["metadata"]["labels"])
+    (port,) = _container(_worker(objects))["ports"]
+    assert port["name"] == "metrics"
+
+
+def test_the_worker_settings_the_chart_sets_are_valid_settings_of_the_service(
+    jobs_project: Path,
+) -> None:
+    objects = render(
+        chart_of(jobs_project), merge({"database": {"url": "postgresql://a:pw@db/app"}}, WEBHOOK)
+    )
+    secrets = {"shop-webhook": {"WEBHOOK_SECRET": "s3cret"}}
+    secrets |= {
+        item["metadata"]["name"]: item["stringData"] for item in objects if item["kind"] == "Secret"
+    }
+    for deployment in (_worker(objects), _service(objects)):
+        env = {}
+        for variable in _container(deployment)["env"]:
+            reference = variable.get("valueFrom", {}).get("secretKeyRef")
+            env[variable["name"]] = (
+                secrets[reference["name"]][reference["key"]] if reference else variable["value"]
+            )
+        settings = _in_project(
+            jobs_project,
+            "from inventory_service.settings import Settings; print(Settings().model_dump_json())",
+            env,
+        )
+        assert {name.lower() for name in env} <= settings.keys()
+        assert settings["webhook_url"] == "https://hooks.example.com/shop"
+        assert settings["jobs_heartbeat_timeout_seconds"] == 30
+
+
+def test_the_worker_grace_period_and_heartbeat_outlast_the_longest_job(jobs_project: Path) -> None:
+    chart = chart_of(jobs_project)
+    values = yaml.safe_load((chart / "values.yaml").read_text())["worker"]
+    pod = _worker(render(chart))["spec"]["template"]["spec"]
+    longest = values["webhook"]["timeoutSeconds"]
+    assert pod["terminationGracePeriodSeconds"] > longest + 10
+    with pytest.raises(helm_python.HelmRenderError, match=r"worker\.terminationGracePeriodSeconds"):
+        render(chart, {"worker": {"terminationGracePeriodSeconds": longest + 10}})
+    with pytest.raises(helm_python.HelmRenderError, match=r"worker\.heartbeatTimeoutSeconds"):
+        render(chart, {"worker": {"heartbeatTimeoutSeconds": longest}})
+    with pytest.raises(helm_python.HelmRenderError, match="existingSecret"):
+        render(chart, {"worker": {"webhook": {"url": "https://hooks.example.com/shop"}}})
+
+
+def test_the_worker_connections_count_in_the_connection_arithmetic(jobs_project: Path) -> None:
+    """(8 + 1) x 8 for the service's pods, 1 for the migration, 90 allowed: 16 workers (17 with the
+    surge) fit exactly, 17 do not; without the worker the same chart has room for them."""
+    chart = chart_of(jobs_project)
+    assert _worker(render(chart, {"worker": {"replicaCount": 16}}))
+    with pytest.raises(
+        helm_python.HelmRenderError,
+        match=r"need 91 connections .* \+ 18 of worker pods incl\. surge \+ 1 migration",
+    ):
+        render(chart, {"worker": {"replicaCount": 17}})
+    off = render(chart, {"worker": {"replicaCount": 17, "enabled": False}})
+    assert [item for item in off if "worker" in item["metadata"]["name"]] == []
+
+
+def test_the_job_alerts_are_valid_promql_on_series_the_worker_exports(jobs_project: Path) -> None:
+    exported = _in_project(
+        jobs_project,
+        "import json; from inventory_service.worker.metrics import JobMetrics\n"
+        "suffixes = {'counter': ['_total'], 'histogram': ['_bucket', '_sum', '_count']}\n"
+        "print(json.dumps([f.name + s for f in JobMetrics().registry.collect()"
+        " for s in suffixes.get(f.type, [''])]))",
+    )
+    objects = render(chart_of(jobs_project), EVERYTHING_ON)
+    (group,) = find(objects, "PrometheusRule")["spec"]["groups"]
+    rules = {rule["alert"]: rule for rule in group["rules"] if rule["alert"] in JOB_ALERTS}
+    assert rules.keys() == JOB_ALERTS
+    for alert, rule in rules.items():
+        assert len(rule["annotations"]["runbook"]) > 40
+        names = set()
+        for selector in _selectors(promql_parser.parse(rule["expr"])):
+            labels = {matcher.name: matcher.value for matcher in selector.matchers.matchers}
+            assert labels["job"] == "shop-inventory-service-worker-metrics", alert
+            names.add(selector.name)
+        assert names <= set(exported), alert
+    assert "jobs_in_queue" in rules["JobBacklogGrowing"]["expr"]
+    assert rules["JobBacklogGrowing"]["for"] == "10m"
+    assert "jobs_failed_total" in rules["JobsFailing"]["expr"]
+
+
+def test_a_chart_without_jobs_has_no_worker_objects_values_or_alerts(chart: Path) -> None:
+    objects = render(chart, EVERYTHING_ON)
+    assert [
+        item["metadata"]["name"] for item in objects if "worker" in item["metadata"]["name"]
+    ] == []
+    (group,) = find(objects, "PrometheusRule")["spec"]["groups"]
+    assert not {rule["alert"] for rule in group["rules"]} & JOB_ALERTS
+    assert "worker" not in yaml.safe_load((chart / "values.yaml").read_text())
+    assert not (chart / "templates" / "worker-deployment.yaml").exists()
+    with pytest.raises(helm_python.HelmError, match="worker"):
+        render(chart, {"worker": {"enabled": True}})

@@ -1,0 +1,93 @@
+"""The jobs option: `jobs=postgres` bakes the queue, the worker and their tests, which pass on a
+real PostgreSQL with real worker processes; `jobs=none` bakes none of it."""
+
+from pathlib import Path
+
+from .baking import bake, run
+
+JOBS_TESTS = ("tests/kit/test_events.py", "tests/worker", "tests/test_drift.py")
+
+
+def test_a_jobs_bake_has_the_worker_the_queue_migration_and_pgqueuer(jobs_project: Path) -> None:
+    package = jobs_project / "src" / "inventory_service"
+    assert (package / "worker" / "run.py").is_file()
+    assert (package / "kit" / "events.py").is_file()
+    assert (jobs_project / "migrations" / "machinery" / "0002_job_queue.py").is_file()
+    assert '"pgqueuer[asyncpg]' in (jobs_project / "pyproject.toml").read_text()
+    routes = (package / "items" / "routes.py").read_text()
+    assert 'enqueue_event(connection, settings, "item.created"' in routes
+
+
+def test_a_bake_without_jobs_has_no_worker_no_queue_and_no_pgqueuer(tmp_path: Path) -> None:
+    project = bake(tmp_path, lock_dependencies="no")
+    package = project / "src" / "inventory_service"
+    assert not (package / "worker").exists()
+    assert not (package / "kit" / "events.py").exists()
+    assert not (project / "tests" / "worker").exists()
+    assert not (project / "loadtest" / "jobs").exists()
+    assert "bench-jobs" not in (project / "Makefile").read_text()
+    machinery = sorted(path.name for path in (project / "migrations" / "machinery").glob("*.py"))
+    assert machinery == ["0000_idempotency_keys.py", "0001_cursor_keys.py"]
+    assert "pgqueuer" not in (project / "pyproject.toml").read_text()
+    assert "worker" not in (package / "__main__.py").read_text()
+    assert "enqueue_event" not in (package / "items" / "routes.py").read_text()
+
+
+def test_a_jobs_bake_installs_lints_and_passes_its_jobs_tests(
+    jobs_project: Path, postgres_url: str
+) -> None:
+    """The user's path for the option: `make install`, `make lint`, then the queue's tests."""
+    for target in ("install", "lint"):
+        result = run(jobs_project, "make", target, PYTHONPATH="")
+        assert result.returncode == 0, (
+            f"make {target}:\n{result.stdout[-3000:]}{result.stderr[-3000:]}"
+        )
+    result = run(
+        jobs_project,
+        str(jobs_project / ".venv" / "bin" / "pytest"),
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        *JOBS_TESTS,
+        DATABASE_URL=postgres_url,
+        PYTHONPATH="",
+    )
+    assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-2000:]
+    assert " passed" in result.stdout
+
+
+def test_make_bench_jobs_prints_the_route_cost_with_and_without_its_job_and_jobs_per_second(
+    jobs_project: Path,
+) -> None:
+    """docs/jobs.md's command, on a small run: every figure it prints comes from the run."""
+    if not (jobs_project / ".venv").is_dir():
+        assert run(jobs_project, "make", "install", PYTHONPATH="").returncode == 0
+    result = run(jobs_project, "make", "bench-jobs", "REQUESTS=200", PYTHONPATH="", timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    lines = result.stdout.splitlines()
+    assert any(line.startswith("load average before") for line in lines)
+    (without,) = [line.split() for line in lines if line.strip().startswith("without its job")]
+    (with_job,) = [line.split() for line in lines if line.strip().startswith("with its job")]
+    assert all(float(figure) > 0 for figure in without[3:] + with_job[3:])
+    (drained,) = [line for line in lines if "jobs/s" in line]
+    assert float(drained.split()[0].replace(",", "")) > 0
+    assert "200 requests over 8 connections" in result.stdout
+    guide = (jobs_project / "docs" / "jobs.md").read_text()
+    assert "make bench-jobs" in guide
+
+
+def test_a_new_resource_of_a_jobs_bake_enqueues_its_created_event(jobs_project: Path) -> None:
+    """`make resource` generates the same event for each new resource when the option is on."""
+    result = run(
+        jobs_project,
+        "python",
+        "-m",
+        "scaffold",
+        "add",
+        "order",
+        "--fields",
+        "total_cents:money",
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    routes = (jobs_project / "src" / "inventory_service" / "orders" / "routes.py").read_text()
+    assert 'enqueue_event(connection, settings, "order.created"' in routes
