@@ -41,6 +41,10 @@ OPTION_HELP = {
     "auth": "`api_key`: X-API-Key checked against SHA-256 digests; `jwt`: bearer tokens of an OIDC "
     "issuer verified against its JWKS, a read and a write scope; `none`: no authentication.",
     "lock_dependencies": "`yes` writes uv.lock at bake time when uv is on PATH.",
+    "jobs": "`postgres`: background jobs on the service's own PostgreSQL (pgqueuer), enqueued in "
+    "the write's transaction; each create enqueues its `created` event, delivered to `WEBHOOK_URL` "
+    "by `python -m <package> worker` (its own Deployment in the chart); `none`: no queue, no "
+    "worker.",
 }
 
 

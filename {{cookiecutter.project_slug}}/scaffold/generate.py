@@ -186,7 +186,7 @@ def add_resource(root: Path, singular: str, plural: str, spec: str) -> list[Path
     if (root / "src" / package / plural).exists():
         raise GenerateError(f"src/{package}/{plural} exists already")
     names = Names(singular, plural, tuple(parse(spec)))
-    # jobs=postgres: each create enqueues its `created` event in its transaction (docs/jobs.md).
+    # jobs=postgres: each create enqueues its `created` event in its transaction (the jobs guide).
     jobs = (root / "src" / package / "kit" / EVENTS_MODULE).is_file()
     environment = _environment()
     kit_names = sorted(

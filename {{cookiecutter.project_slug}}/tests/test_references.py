@@ -20,6 +20,8 @@ Not a reference, so never a false alarm:
 - a fenced code block of a Markdown file: its commands and the files it shows (a new resource's
   folder, a migration to write) are examples for the reader to create;
 - a file the project's own commands write (WRITTEN, each with its command);
+- a frame of a profile (`handler (kit/routing.py:243)`): the sampler's short name of a file and
+  line, of the project or of a library, as `make profile` writes it;
 - a leftover template marker, which the template's own tests refuse.
 """
 
@@ -55,6 +57,7 @@ _COMMENTED = {".toml", ".yaml", ".yml", ".ini", ".js"}
 _COMMENTED_NAMES = {"Makefile", "Dockerfile", ".dockerignore"}
 
 _URL = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+")
+_FRAME = re.compile(r"\([\w./-]+\.py:\d+\)")
 _LINK = re.compile(r"\]\(([^)\s]+)\)")
 _SUFFIX = "|".join(sorted(SUFFIXES))
 _PATH = re.compile(r"(?<![\w/.:@$-])((?:\.\.?/|\.?[\w-][\w.-]*/)+(?:[\w.-]*\w)?)(::\w+)?")
@@ -200,7 +203,7 @@ def missing(text: str, citing: Path) -> list[str]:
         text = _LINK.sub("]", text)
     else:
         links = []
-    text = _URL.sub(" ", text)
+    text = _FRAME.sub(" ", _URL.sub(" ", text))
     return [*links, *_missing_paths(text, citing), *_missing_names(text)]
 
 

@@ -1,5 +1,6 @@
-"""report/runs.py: several runs side by side, the capacity's spread and the serving rate's p99 over
-every run and over the runs whose host ran at full speed; `python -m loadtest runs` prints them."""
+"""loadtest/report/runs.py: several runs side by side, the capacity's spread and the serving
+rate's p99 over every run and over the runs whose host ran at full speed; `python -m loadtest runs`
+prints them."""
 
 import json
 from pathlib import Path
