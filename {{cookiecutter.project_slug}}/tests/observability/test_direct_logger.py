@@ -1,6 +1,7 @@
 """observability/direct_logger.py: the access line called through the configured chain directly is
 the line structlog's own logger writes, byte for byte, in production and in development, at every
-level, under capture_logs and with a processor that drops lines."""
+level, under capture_logs, after the configuration changed, and with a bound logger of another
+kind."""
 
 import io
 import logging
@@ -13,7 +14,7 @@ import structlog
 from structlog.contextvars import bound_contextvars
 from structlog.testing import capture_logs
 
-from {{ cookiecutter.package_name }}.observability.direct_logger import DirectLogger, direct_logger
+from {{ cookiecutter.package_name }}.observability.direct_logger import DirectLogger
 from {{ cookiecutter.package_name }}.observability.logging import configure_logging
 from {{ cookiecutter.package_name }}.serving.middleware.edge.access_log import AccessLog
 from {{ cookiecutter.package_name }}.settings import Settings
@@ -91,12 +92,30 @@ def test_a_line_capture_logs_takes_or_a_processor_drops_is_taken_or_dropped_alik
     assert captured[0] == captured[1]
 
 
-def test_the_access_log_writes_through_the_direct_logger(
+def test_a_direct_logger_made_before_a_reconfiguration_writes_where_the_new_one_says(
+    settings: Settings, restored: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _configured(settings, app_env="prod", log_level="info")
+    direct = DirectLogger("access")  # the app's, made at start-up
+    direct.info("request", **FIELDS)
+    stream = _configured(settings, app_env="prod", log_level="info")  # a new chain and writer
+    monkeypatch.setattr(time, "time", lambda: 1_767_225_600.042)
+    direct.info("request", **FIELDS)
+    written = stream.getvalue()
+    structlog.get_logger("access").info("request", **FIELDS)
+    assert written, "the line went to the writer of the configuration of now"
+    assert stream.getvalue() == written * 2
+
+
+def test_the_access_log_writes_directly_and_a_bound_logger_of_another_kind_writes_plainly(
     settings: Settings, restored: None
 ) -> None:
     _configured(settings, app_env="prod", log_level="info")
     assert isinstance(AccessLog()._logger, DirectLogger)
+    assert AccessLog()._logger.direct
     # A bound logger that cannot say whether it logs info: structlog's own logger, the plain path.
     structlog.configure(wrapper_class=structlog.BoundLogger)
-    assert direct_logger("access") is None
-    assert not isinstance(AccessLog()._logger, DirectLogger)
+    assert not AccessLog()._logger.direct
+    with capture_logs() as captured:
+        AccessLog()._logger.info("request", **FIELDS)
+    assert [entry["event"] for entry in captured] == ["request"]

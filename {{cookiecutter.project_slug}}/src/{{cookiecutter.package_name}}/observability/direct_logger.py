@@ -7,9 +7,15 @@ as the chain itself (callgrind, one access line with the request id bound: 57 th
 instructions through `logger.info`, 32 thousand called directly). `DirectLogger` does what a
 bound logger with no bound values does, in one call: the event dict, every processor of the
 configured chain in order (`DropEvent` drops the line), the result handed to the wrapped logger's
-method of the level. It reads the configuration through structlog's public `get_config()`, once,
-as a logger cached on first use does (`cache_logger_on_first_use`): the processor list is the
-live one, so a change to it (structlog.testing.capture_logs) applies to the next line.
+method of the level.
+
+It follows the configuration as a logger made afresh for each line would: structlog's public
+`get_config()` is read on every line, and the chain, the wrapped logger and the level are taken
+again whenever the configuration names other ones (a test's `structlog.configure`, an app made
+after another); the processor list is the live one, so a change made to it in place
+(`structlog.testing.capture_logs`) applies to the next line. A configured bound logger that cannot
+say whether it logs info lines (not structlog's filtering one) sends every line through
+structlog's own logger: the plain path.
 """
 
 import logging
@@ -21,15 +27,36 @@ import structlog
 class DirectLogger:
     """`info(event, **fields)` as structlog's logger of this name would log it."""
 
-    __slots__ = ("_enabled", "_logger", "_processors")
+    __slots__ = ("_configured", "_enabled", "_logger", "_name", "_processors")
 
     def __init__(self, name: str) -> None:
+        self._name = name
+        self._configured: tuple[Any, Any, Any] | None = None
+        self._processors: list[Any] = []
+        self._logger: Any = None
+        self._enabled: bool | None = None
+
+    def _follow(self) -> None:
+        """Take the chain, wrapped logger and level of the configuration, when it changed."""
         config = structlog.get_config()
-        self._processors: list[Any] = config["processors"]
-        self._logger = config["logger_factory"](name)
-        self._enabled = structlog.get_logger(name).bind().is_enabled_for(logging.INFO)
+        configured = (config["processors"], config["logger_factory"], config["wrapper_class"])
+        if self._configured is not None and all(
+            now is before for now, before in zip(configured, self._configured, strict=True)
+        ):
+            return
+        self._configured = configured
+        self._processors = config["processors"]
+        self._logger = config["logger_factory"](self._name)
+        bound = structlog.get_logger(self._name).bind()
+        # Of the class: structlog's generic bound logger answers any name, passing it on.
+        is_enabled_for = getattr(type(bound), "is_enabled_for", None)
+        self._enabled = is_enabled_for(bound, logging.INFO) if callable(is_enabled_for) else None
 
     def info(self, event: str, **fields: Any) -> None:
+        self._follow()
+        if self._enabled is None:  # a bound logger of another kind: structlog's own path
+            structlog.get_logger(self._name).info(event, **fields)
+            return
         if not self._enabled:
             return
         logger = self._logger
@@ -49,12 +76,9 @@ class DirectLogger:
         else:
             logger.info(**event_dict)
 
-
-def direct_logger(name: str) -> DirectLogger | None:
-    """The direct logger of `name` for the current configuration; None where the configured
-    bound logger cannot say whether it logs info lines (not structlog's filtering one): the
-    caller then logs through structlog's logger."""
-    try:
-        return DirectLogger(name)
-    except (AttributeError, KeyError, TypeError):
-        return None
+    @property
+    def direct(self) -> bool:
+        """Whether lines are written directly under the current configuration (else structlog's
+        own logger writes them)."""
+        self._follow()
+        return self._enabled is not None

@@ -4,17 +4,14 @@ so it stays cheap."""
 import random
 from typing import Literal
 
-import structlog
 from starlette.types import Scope
 
-from ....observability.direct_logger import direct_logger
+from ....observability.direct_logger import DirectLogger
 from .request_id import client_address
 
 UNMATCHED = "<unmatched>"
 # A request slower than this is always logged, whatever the sampling says.
 SLOW_SECONDS = 1.0
-
-logger = structlog.get_logger("access")
 
 
 def route_template(scope: Scope) -> str:
@@ -33,9 +30,8 @@ class AccessLog:
 
     def __init__(self, mode: Literal["all", "errors"] = "all", sample: float = 1.0) -> None:
         self._sample = sample if mode == "all" else 0.0
-        # The configuration of now (the app is made after logging is configured): the chain
-        # called directly, or structlog's logger where the direct one cannot be made.
-        self._logger = direct_logger("access") or logger
+        # structlog's configured chain, called directly (observability/direct_logger.py).
+        self._logger = DirectLogger("access")
 
     def record(self, scope: Scope, route: str, status: int, seconds: float) -> None:
         if (
