@@ -22,38 +22,48 @@ import logging
 from typing import Any
 
 import structlog
+from structlog import get_config
 
 
 class DirectLogger:
     """`info(event, **fields)` as structlog's logger of this name would log it."""
 
-    __slots__ = ("_configured", "_enabled", "_logger", "_name", "_processors")
+    __slots__ = ("_enabled", "_factory", "_logger", "_name", "_processors", "_wrapper")
 
     def __init__(self, name: str) -> None:
         self._name = name
-        self._configured: tuple[Any, Any, Any] | None = None
-        self._processors: list[Any] = []
+        self._processors: Any = None
+        self._factory: Any = None
+        self._wrapper: Any = None
         self._logger: Any = None
         self._enabled: bool | None = None
 
-    def _follow(self) -> None:
-        """Take the chain, wrapped logger and level of the configuration, when it changed."""
-        config = structlog.get_config()
-        configured = (config["processors"], config["logger_factory"], config["wrapper_class"])
-        if self._configured is not None and all(
-            now is before for now, before in zip(configured, self._configured, strict=True)
-        ):
-            return
-        self._configured = configured
+    def _changed(self, config: dict[str, Any]) -> bool:
+        return (
+            config["processors"] is not self._processors
+            or config["logger_factory"] is not self._factory
+            or config["wrapper_class"] is not self._wrapper
+        )
+
+    def _follow(self, config: dict[str, Any]) -> None:
+        """Take the chain, wrapped logger and level of this configuration."""
         self._processors = config["processors"]
-        self._logger = config["logger_factory"](self._name)
+        self._factory = config["logger_factory"]
+        self._wrapper = config["wrapper_class"]
+        self._logger = self._factory(self._name)
         bound = structlog.get_logger(self._name).bind()
         # Of the class: structlog's generic bound logger answers any name, passing it on.
         is_enabled_for = getattr(type(bound), "is_enabled_for", None)
         self._enabled = is_enabled_for(bound, logging.INFO) if callable(is_enabled_for) else None
 
     def info(self, event: str, **fields: Any) -> None:
-        self._follow()
+        config = get_config()
+        if (  # as _changed, inline: this runs on every request
+            config["processors"] is not self._processors
+            or config["logger_factory"] is not self._factory
+            or config["wrapper_class"] is not self._wrapper
+        ):
+            self._follow(config)
         if self._enabled is None:  # a bound logger of another kind: structlog's own path
             structlog.get_logger(self._name).info(event, **fields)
             return
@@ -80,5 +90,7 @@ class DirectLogger:
     def direct(self) -> bool:
         """Whether lines are written directly under the current configuration (else structlog's
         own logger writes them)."""
-        self._follow()
+        config = get_config()
+        if self._changed(config):
+            self._follow(config)
         return self._enabled is not None
