@@ -42,9 +42,17 @@ def knee_run(
 ) -> dict[str, Any]:
     """One short `python -m loadtest` on two scenarios, `items.create` held to an impossible
     budget of its own (a [resources.items.create] section over [scenarios.create]). Without the
-    wrk cross-check, so that it runs alike with and without wrk (`wrk_checked_run` has one)."""
+    wrk cross-check, so that it runs alike with and without wrk (`wrk_checked_run` has one).
+
+    Its p99 budget is 250 ms, not the shipped 50: in a 1.5 s trial a 50 ms budget fails on any
+    fsync stall over about 65 ms, and a shared machine's disk has those now and then, at every
+    rate, so that no rate would hold all its repeats. A rate above the service's throughput still
+    misses 250 ms: open loop, its queue grows through the trial (the search tries higher until
+    one misses)."""
     folder = tmp_path_factory.mktemp("knee")
     budget = (project / "loadtest" / "budget.toml").read_text()
+    assert "\nmax_p99_ms = 50.0\n" in budget
+    budget = budget.replace("\nmax_p99_ms = 50.0\n", "\nmax_p99_ms = 250.0\n")
     budget += "\n[resources.items.create]\nmin_rps = 1000000\n"
     (folder / "budget.toml").write_text(budget)
     result = run(
@@ -100,7 +108,7 @@ def test_slo_capacity_is_searched_open_loop_and_confirmed_by_repeats(
             step["p99_ms"] <= budget["max_p99_ms"] and step["errors"] == 0
             for step in found["repeats"]
         ]
-        assert 2 * sum(held) > len(held), found["repeats"]  # most repeats held the budget
+        assert all(held), found["repeats"]  # the capacity is a rate whose repeats all held
         # Any rate tried above the capacity failed: the search claims the highest rate that held.
         above = [step for step in found["trials"] if step["rate"] > found["slo_rps"] + 0.1]
         assert above, name

@@ -8,12 +8,13 @@ miss (one stall of a shared machine would otherwise cap the search below the rat
 nothing after it tries higher). From a starting rate the search steps up by `growth` while rates
 pass (down while they fail) until one rate passes and the next fails, then bisects between the
 two until they are within `precision` of each other. The last passing rate is then run `repeats`
-more times: it is the SLO capacity when most repeats pass too (so the median repeat is within
-budget); otherwise the search steps down by `precision` and repeats again (at most
-`MAX_CONFIRMATIONS` times, the last at the budget's own rate: "none" then means that even the
-budget's rate failed its repeats). The spread of the repeats (their p99, lowest to highest) is reported
-beside it: one lucky trial cannot set the capacity, and one unlucky repeat on a shared machine
-does not erase it without showing in the spread.
+more times: it is the SLO capacity when every repeat passes too (#36: the verdict names the highest
+rate whose repeats all held). Otherwise its repeats join the trials and the search steps down and
+repeats again, by `precision` first and twice as far each time after (a host that slowed for a
+minute is outrun, not chased), at most `MAX_CONFIRMATIONS` times, the last at the budget's own
+rate: "none" then means that even the budget's rate failed its repeats. The spread of the final
+repeats (their p99, lowest to highest) is reported beside it, and every failed repeat stays in the
+report's trials.
 
 Why not the closed-loop knee: a closed loop slows down with the service (a client waits for each
 answer), so it never sees the queue a real arrival stream builds; its knee moves with the noise of
@@ -100,16 +101,18 @@ def search(
     ):
         middle = (low + high) / 2
         low, high = (middle, high) if run(middle) else (low, middle)
+    step_down = plan.precision
     for left in range(MAX_CONFIRMATIONS - 1, -1, -1):
         repeats = [trial(low) for _ in range(plan.repeats)]
-        result.repeats = repeats
         result.confirmed_at.append(low)
-        if 2 * sum(passes(step, limits) for step in repeats) > len(repeats):
-            result.slo_rps = low
+        if all(passes(step, limits) for step in repeats):
+            result.slo_rps, result.repeats = low, repeats
             return result
+        result.trials += repeats  # a failed confirmation is shown with the trials
         if not left:
             break
-        low *= 1 - plan.precision
+        low *= 1 - step_down
+        step_down = min(2 * step_down, 0.5)
         if left == 1 and budget_rps < low:
             # The last confirmation is at the budget's own rate: "none" then means even that
             # rate failed its repeats (#36), never only that the steps ran out above it.
