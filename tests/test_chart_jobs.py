@@ -1,8 +1,8 @@
 """The chart of a jobs=postgres bake runs the worker in a Deployment of its own: its own 1-core
 pods, the service's image, Secret and settings after the same migration Job, a
-PodDisruptionBudget, a grace period above the longest job, its /metrics scraped like the
-service's, alerts on a growing backlog and on failed jobs, and its connections in the chart's
-connection arithmetic. A bake without jobs has none of it."""
+PodDisruptionBudget, a NetworkPolicy, a grace period above the longest job, its /metrics scraped
+like the service's, alerts on a growing backlog and on failed jobs, and its connections in the
+chart's connection arithmetic. A bake without jobs has none of it."""
 
 import json
 import subprocess
@@ -30,10 +30,13 @@ from .charting import (
 )
 from .test_chart_alerts import _selectors
 
+# The receiver, and where it is for the NetworkPolicy (ignored while networkPolicy is off).
+RECEIVER = [{"ipBlock": {"cidr": "203.0.113.0/24"}}]
 WEBHOOK = {
     "worker": {
         "webhook": {"url": "https://hooks.example.com/shop", "existingSecret": "shop-webhook"}
-    }
+    },
+    "networkPolicy": {"webhook": {"to": RECEIVER}},
 }
 JOB_ALERTS = {"JobBacklogGrowing", "JobsFailing"}
 
@@ -55,6 +58,20 @@ def _service(objects: list[dict[str, Any]]) -> dict[str, Any]:
 def _container(deployment: dict[str, Any]) -> dict[str, Any]:
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
     return dict(container)
+
+
+def _policies(objects: list[dict[str, Any]]) -> dict[str | None, dict[str, Any]]:
+    """The NetworkPolicies by their component label (None: the service's)."""
+    return {
+        item["metadata"]["labels"].get("app.kubernetes.io/component"): item
+        for item in objects
+        if item["kind"] == "NetworkPolicy"
+    }
+
+
+def _pod_labels(deployment: dict[str, Any]) -> dict[str, str]:
+    labels: dict[str, str] = deployment["spec"]["template"]["metadata"]["labels"]
+    return labels
 
 
 def _in_project(project: Path, script: str, env: dict[str, str] | None = None) -> Any:
@@ -130,6 +147,7 @@ def test_the_worker_pods_are_selected_only_by_their_own_deployment_pdb_and_metri
     assert worker_selectors == {
         f"Deployment/{name}-worker selector",
         f"Deployment/{name}-worker topologySpread[0]",
+        f"NetworkPolicy/{name}-worker podSelector",
         f"PodDisruptionBudget/{name}-worker selector",
         f"Service/{name}-worker-metrics selector",
     }
@@ -239,6 +257,54 @@ def test_the_job_alerts_are_valid_promql_on_series_the_worker_exports(jobs_proje
     assert "jobs_failed_total" in rules["JobsFailing"]["expr"]
 
 
+def test_the_worker_pods_get_a_network_policy_scrapes_in_and_database_dns_and_receiver_out(
+    jobs_project: Path,
+) -> None:
+    chart = chart_of(jobs_project)
+    assert "NetworkPolicy" not in {item["kind"] for item in render(chart, WEBHOOK)}
+    objects = render(chart, merge(EVERYTHING_ON, WEBHOOK))
+    policies = _policies(objects)
+    assert policies.keys() == {None, "migrations", "worker"}
+    policy = policies["worker"]["spec"]
+    worker_labels = _pod_labels(_worker(objects))
+    assert selects(policy["podSelector"]["matchLabels"], worker_labels)
+    assert not selects(policy["podSelector"]["matchLabels"], _pod_labels(_service(objects)))
+    assert not selects(policies[None]["spec"]["podSelector"]["matchLabels"], worker_labels)
+    assert policy["policyTypes"] == ["Ingress", "Egress"]
+    # Nothing but Prometheus reaches a worker, on the port its container names `metrics`.
+    assert policy["ingress"] == [
+        {
+            "from": [
+                {
+                    "namespaceSelector": {
+                        "matchLabels": {"kubernetes.io/metadata.name": "monitoring"}
+                    }
+                }
+            ],
+            "ports": [{"port": "metrics", "protocol": "TCP"}],
+        }
+    ]
+    assert [port["name"] for port in _container(_worker(objects))["ports"]] == ["metrics"]
+    # Out: the database and DNS as the service's pods, then the receiver on the URL's port.
+    assert policy["egress"][:2] == policies[None]["spec"]["egress"]
+    assert policy["egress"][2:] == [{"to": RECEIVER, "ports": [{"port": 443, "protocol": "TCP"}]}]
+    for url, port in (
+        ("http://hooks.example.com/shop", 80),
+        ("https://hooks.example.com:8443/shop", 8443),
+        ("http://[fd00::1]:8080/shop", 8080),
+    ):
+        values = merge(merge(EVERYTHING_ON, WEBHOOK), {"worker": {"webhook": {"url": url}}})
+        egress = _policies(render(chart, values))["worker"]["spec"]["egress"]
+        assert egress[2:] == [{"to": RECEIVER, "ports": [{"port": port, "protocol": "TCP"}]}], url
+    # Without a URL nothing is delivered: the database and DNS only.
+    without = _policies(render(chart, EVERYTHING_ON))["worker"]["spec"]["egress"]
+    assert without == policies[None]["spec"]["egress"]
+    # An empty `to` would let the pods out to anywhere on that port: refused.
+    unplaced = merge(EVERYTHING_ON, {"worker": WEBHOOK["worker"]})
+    with pytest.raises(helm_python.HelmRenderError, match=r"networkPolicy\.webhook\.to"):
+        render(chart, unplaced)
+
+
 def test_a_chart_without_jobs_has_no_worker_objects_values_or_alerts(chart: Path) -> None:
     objects = render(chart, EVERYTHING_ON)
     assert [
@@ -246,7 +312,13 @@ def test_a_chart_without_jobs_has_no_worker_objects_values_or_alerts(chart: Path
     ] == []
     (group,) = find(objects, "PrometheusRule")["spec"]["groups"]
     assert not {rule["alert"] for rule in group["rules"]} & JOB_ALERTS
-    assert "worker" not in yaml.safe_load((chart / "values.yaml").read_text())
+    values = yaml.safe_load((chart / "values.yaml").read_text())
+    assert "worker" not in values
+    assert "webhook" not in values["networkPolicy"]
+    assert [item["metadata"]["name"] for item in objects if item["kind"] == "NetworkPolicy"] == [
+        "shop-inventory-service",
+        "shop-inventory-service-migrate",
+    ]
     assert not (chart / "templates" / "worker-deployment.yaml").exists()
     with pytest.raises(helm_python.HelmError, match="worker"):
         render(chart, {"worker": {"enabled": True}})

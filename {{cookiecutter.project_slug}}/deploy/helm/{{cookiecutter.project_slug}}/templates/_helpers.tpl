@@ -100,6 +100,7 @@ Checks that a JSON schema cannot express, because they compare two values.
   connections: (max replicas + maxSurge) x poolMaxSize + worker connections + 1 migration
                connection must fit in maxConnections - reservedConnections;
   worker:      (jobs=postgres) its grace period and heartbeat timeout outlast the longest job;
+               a webhook URL has its Secret and, with networkPolicy, its receiver's peers;
   pool:        poolMinSize <= poolMaxSize;
   shutdown:    terminationGracePeriodSeconds > preStop sleep + drain + 10 s of pool close
                (the service's Database.close bound);
@@ -133,6 +134,9 @@ Checks that a JSON schema cannot express, because they compare two values.
 {{- end }}
 {{- if and $worker.webhook.url (not $worker.webhook.existingSecret) }}
 {{- fail "worker.webhook.url needs worker.webhook.existingSecret, the Secret holding WEBHOOK_SECRET" }}
+{{- end }}
+{{- if and $.Values.networkPolicy.enabled $worker.webhook.url (not $.Values.networkPolicy.webhook.to) }}
+{{- fail "networkPolicy.enabled with worker.webhook.url needs networkPolicy.webhook.to, the peers where the webhook receiver is (an empty list would let the worker pods out to anywhere)" }}
 {{- end }}
 {{- end }}
 {{- if eq (int .Values.metrics.port) (int .Values.server.port) }}
@@ -208,6 +212,15 @@ JWT settings are plain values.
 {{/* The port the pods fetch the JWKS on: the one in auth.jwt.jwksUrl, else 443 (https). */}}
 {{- define "app.jwksPort" -}}
 {{- regexFind ":[0-9]+$" (urlParse .Values.auth.jwt.jwksUrl).host | trimPrefix ":" | default "443" }}
+{{- end }}
+
+{{/*
+The port the worker delivers events on: the one in worker.webhook.url, else the scheme's (80 for
+http, 443 for https), as app.jwksPort reads auth.jwt.jwksUrl.
+*/}}
+{{- define "app.webhookPort" -}}
+{{- $url := urlParse .Values.worker.webhook.url }}
+{{- regexFind ":[0-9]+$" $url.host | trimPrefix ":" | default (ternary "80" "443" (eq $url.scheme "http")) }}
 {{- end }}
 
 {{/* NetworkPolicy egress: PostgreSQL (networkPolicy.database.to) and cluster DNS, nothing else. */}}
