@@ -1,8 +1,9 @@
 """The chart of a jobs=postgres bake runs the worker in a Deployment of its own: its own 1-core
-pods, the service's image, Secret and settings after the same migration Job, a
-PodDisruptionBudget, a NetworkPolicy, a grace period above the longest job, its /metrics scraped
-like the service's, alerts on a growing backlog and on failed jobs, and its connections in the
-chart's connection arithmetic. A bake without jobs has none of it."""
+pods, the service's image, Secret and settings after the same migration Job (the webhook's Secret
+as a file with secrets.asFiles), a PodDisruptionBudget, a NetworkPolicy, a grace period above the
+longest job, its /metrics scraped like the service's, alerts on a growing backlog and on failed
+jobs, and its connections in the chart's connection arithmetic. A bake without jobs has none of
+it."""
 
 import json
 import subprocess
@@ -303,6 +304,52 @@ def test_the_worker_pods_get_a_network_policy_scrapes_in_and_database_dns_and_re
     unplaced = merge(EVERYTHING_ON, {"worker": WEBHOOK["worker"]})
     with pytest.raises(helm_python.HelmRenderError, match=r"networkPolicy\.webhook\.to"):
         render(chart, unplaced)
+
+
+def test_with_secrets_as_files_the_webhook_secret_reaches_both_pods_as_a_file_not_a_variable(
+    jobs_project: Path, tmp_path: Path
+) -> None:
+    chart = chart_of(jobs_project)
+    webhook = merge(WEBHOOK, {"worker": {"webhook": {"existingSecretKey": "signing-key"}}})
+    values = merge({"database": {"existingSecret": "prod-db", "existingSecretKey": "url"}}, webhook)
+    as_variables = render(chart, values)
+    for deployment in (_worker(as_variables), _service(as_variables)):
+        env = {item["name"]: item for item in _container(deployment)["env"]}
+        reference = {"name": "shop-webhook", "key": "signing-key"}
+        assert env["WEBHOOK_SECRET"]["valueFrom"]["secretKeyRef"] == reference
+        assert "secrets" not in [
+            volume["name"] for volume in deployment["spec"]["template"]["spec"]["volumes"]
+        ]
+    as_files = render(chart, merge(values, {"secrets": {"asFiles": True}}))
+    stored = {"prod-db": {"url": "postgresql://a:pw@db/app"}, "shop-webhook": {"signing-key": "s3"}}
+    for deployment in (_worker(as_files), _service(as_files)):
+        pod = deployment["spec"]["template"]["spec"]
+        container = _container(deployment)
+        names = [item["name"] for item in container["env"]]
+        assert "WEBHOOK_SECRET" not in names
+        assert "DATABASE_URL" not in names
+        (mount,) = [item for item in container["volumeMounts"] if item["name"] == "secrets"]
+        assert mount == {"name": "secrets", "mountPath": "/run/secrets", "readOnly": True}
+        (volume,) = [item for item in pod["volumes"] if item["name"] == "secrets"]
+        assert [source["secret"] for source in volume["projected"]["sources"]] == [
+            {"name": "prod-db", "items": [{"key": "url", "path": "DATABASE_URL"}]},
+            {"name": "shop-webhook", "items": [{"key": "signing-key", "path": "WEBHOOK_SECRET"}]},
+        ]
+        validate(deployment)
+        # What the pod sees in /run/secrets: the settings read the webhook's key from its file.
+        folder = tmp_path / deployment["metadata"]["name"]
+        folder.mkdir()
+        for source in volume["projected"]["sources"]:
+            for item in source["secret"]["items"]:
+                (folder / item["path"]).write_text(stored[source["secret"]["name"]][item["key"]])
+        env = {item["name"]: item["value"] for item in container["env"]}
+        secret = _in_project(
+            jobs_project,
+            "import json; from inventory_service.settings import Settings; s = Settings()\n"
+            "print(json.dumps(s.webhook_secret.get_secret_value()))",
+            {**env, "SECRETS_DIR": str(folder)},
+        )
+        assert secret == "s3"
 
 
 def test_a_chart_without_jobs_has_no_worker_objects_values_or_alerts(chart: Path) -> None:

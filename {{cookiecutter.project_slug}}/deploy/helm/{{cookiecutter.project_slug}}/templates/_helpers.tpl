@@ -275,18 +275,19 @@ app.kubernetes.io/component: worker
 
 {{/*
 The events' settings, for the service's pods (they enqueue an event only with WEBHOOK_URL) and the
-worker's (they deliver it); nothing when the worker is off or in a bake without jobs.
+worker's (they deliver it); nothing when the worker is off or in a bake without jobs. WEBHOOK_SECRET
+comes from its Secret like DATABASE_URL (as a file with secrets.asFiles).
 */}}
 {{- define "app.jobsEnv" -}}
 {{- if include "app.workerEnabled" . }}
 {{- $webhook := .Values.worker.webhook }}
 - name: WEBHOOK_URL
   value: {{ $webhook.url | quote }}
-{{- with $webhook.existingSecret }}
+{{- if and $webhook.existingSecret (not .Values.secrets.asFiles) }}
 - name: WEBHOOK_SECRET
   valueFrom:
     secretKeyRef:
-      name: {{ . }}
+      name: {{ $webhook.existingSecret }}
       key: {{ $webhook.existingSecretKey }}
 {{- end }}
 - name: WEBHOOK_TIMEOUT_SECONDS
@@ -298,31 +299,44 @@ worker's (they deliver it); nothing when the worker is off or in a bake without 
 {{- end }}
 {{- end }}
 
-{{/* The Secret files of secrets.asFiles (SECRETS_DIR), for the service's and the worker's pods. */}}
+{{/*
+The Secret files of secrets.asFiles (SECRETS_DIR), for the service's and the worker's pods: a file
+per secret setting, named after its variable. One Secret is mounted as it is; several (the database
+URL with API_KEY_HASHES or WEBHOOK_SECRET) share the one folder through a projected volume.
+*/}}
 {{- define "app.secretsVolume" -}}
-{{- if and .Values.secrets.asFiles (.Values.auth | default dict).apiKey }}
-# Two Secrets in the one folder: DATABASE_URL and API_KEY_HASHES.
+{{- if .Values.secrets.asFiles }}
+{{- $files := list (dict "secret" (include "app.databaseSecret" .) "key" .Values.database.existingSecretKey "path" "DATABASE_URL") }}
+{{- with (.Values.auth | default dict).apiKey }}
+{{- $files = append $files (dict "secret" (include "app.apiKeySecret" $) "key" .existingSecretKey "path" "API_KEY_HASHES") }}
+{{- end }}
+{{- if include "app.workerEnabled" . }}
+{{- with .Values.worker.webhook }}
+{{- if .existingSecret }}
+{{- $files = append $files (dict "secret" .existingSecret "key" .existingSecretKey "path" "WEBHOOK_SECRET") }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- if eq (len $files) 1 }}
+- name: secrets
+  secret:
+    secretName: {{ (first $files).secret }}
+    defaultMode: 0440
+    items:
+      - key: {{ (first $files).key }}
+        path: {{ (first $files).path }}
+{{- else }}
 - name: secrets
   projected:
     defaultMode: 0440
     sources:
+      {{- range $files }}
       - secret:
-          name: {{ include "app.databaseSecret" . }}
+          name: {{ .secret }}
           items:
-            - key: {{ .Values.database.existingSecretKey }}
-              path: DATABASE_URL
-      - secret:
-          name: {{ include "app.apiKeySecret" . }}
-          items:
-            - key: {{ .Values.auth.apiKey.existingSecretKey }}
-              path: API_KEY_HASHES
-{{- else if .Values.secrets.asFiles }}
-- name: secrets
-  secret:
-    secretName: {{ include "app.databaseSecret" . }}
-    defaultMode: 0440
-    items:
-      - key: {{ .Values.database.existingSecretKey }}
-        path: DATABASE_URL
+            - key: {{ .key }}
+              path: {{ .path }}
+      {{- end }}
+{{- end }}
 {{- end }}
 {{- end }}
