@@ -1,9 +1,9 @@
 """The chart of a jobs=postgres bake runs the worker in a Deployment of its own: its own 1-core
 pods, the service's image, Secret and settings after the same migration Job (the webhook's Secret
 as a file with secrets.asFiles), a PodDisruptionBudget, a NetworkPolicy, a grace period above the
-longest job, its /metrics scraped like the service's, alerts on a growing backlog and on failed
-jobs, and its connections in the chart's connection arithmetic. A bake without jobs has none of
-it."""
+longest job, its /metrics scraped like the service's, alerts on a growing backlog, on failed jobs
+and on no worker up, and its connections in the chart's connection arithmetic. A bake without jobs
+has none of it."""
 
 import json
 import subprocess
@@ -39,7 +39,9 @@ WEBHOOK = {
     },
     "networkPolicy": {"webhook": {"to": RECEIVER}},
 }
-JOB_ALERTS = {"JobBacklogGrowing", "JobsFailing"}
+JOB_ALERTS = {"JobBacklogGrowing", "JobsFailing", "NoWorkerRunning"}
+# Prometheus' own series: one per scrape target, 1 when its last scrape succeeded.
+UP = "up"
 
 
 def _worker(objects: list[dict[str, Any]]) -> dict[str, Any]:
@@ -252,7 +254,7 @@ def test_the_job_alerts_are_valid_promql_on_series_the_worker_exports(jobs_proje
             labels = {matcher.name: matcher.value for matcher in selector.matchers.matchers}
             assert labels["job"] == "shop-inventory-service-worker-metrics", alert
             names.add(selector.name)
-        assert names <= set(exported), alert
+        assert names <= {*exported, UP}, alert
     assert "jobs_in_queue" in rules["JobBacklogGrowing"]["expr"]
     assert rules["JobBacklogGrowing"]["for"] == "10m"
     assert "jobs_failed_total" in rules["JobsFailing"]["expr"]
@@ -350,6 +352,36 @@ def test_with_secrets_as_files_the_webhook_secret_reaches_both_pods_as_a_file_no
             {**env, "SECRETS_DIR": str(folder)},
         )
         assert secret == "s3"
+
+
+def test_an_alert_fires_when_no_worker_pod_of_the_worker_scrape_job_is_up(
+    jobs_project: Path,
+) -> None:
+    """The job label of a ServiceMonitor's series is the name of the Service it scraped: the
+    alert names the Service that the ServiceMonitor selects and that selects the worker's pods."""
+    objects = render(chart_of(jobs_project), EVERYTHING_ON)
+    monitor = find(objects, "ServiceMonitor")["spec"]["selector"]["matchLabels"]
+    worker_labels = _pod_labels(_worker(objects))
+    (job,) = [
+        item["metadata"]["name"]
+        for item in objects
+        if item["kind"] == "Service"
+        and selects(monitor, item["metadata"]["labels"])
+        and selects(item["spec"]["selector"], worker_labels)
+    ]
+    (group,) = find(objects, "PrometheusRule")["spec"]["groups"]
+    (rule,) = [rule for rule in group["rules"] if rule["alert"] == "NoWorkerRunning"]
+    expression = promql_parser.parse(rule["expr"])
+    # absent(up{...} == 1): a filter (no `bool`), so a pod scraped but down counts as none.
+    assert expression.func.name == "absent"
+    (up,) = expression.args
+    assert (str(up.op), up.rhs.val, up.modifier) == ("==", 1.0, None)
+    assert up.lhs.name == UP
+    labels = {matcher.name: matcher.value for matcher in up.lhs.matchers.matchers}
+    assert labels == {"namespace": "default", "job": job}
+    assert rule["for"] == "5m"
+    assert rule["labels"]["severity"] == "critical"
+    assert "worker" in rule["annotations"]["runbook"]
 
 
 def test_a_chart_without_jobs_has_no_worker_objects_values_or_alerts(chart: Path) -> None:
