@@ -1,8 +1,9 @@
 """The chart of a jobs=postgres bake runs the worker in a Deployment of its own: its own 1-core
-pods, the service's image, Secret and settings after the same migration Job, a
-PodDisruptionBudget, a grace period above the longest job, its /metrics scraped like the
-service's, alerts on a growing backlog and on failed jobs, and its connections in the chart's
-connection arithmetic. A bake without jobs has none of it."""
+pods, the service's image, Secret and settings after the same migration Job (the webhook's Secret
+as a file with secrets.asFiles), a PodDisruptionBudget, a NetworkPolicy, a grace period above the
+longest job, its /metrics scraped like the service's, alerts on a growing backlog, on failed jobs
+and on no worker up, and its connections in the chart's connection arithmetic. A bake without jobs
+has none of it."""
 
 import json
 import subprocess
@@ -30,12 +31,17 @@ from .charting import (
 )
 from .test_chart_alerts import _selectors
 
+# The receiver, and where it is for the NetworkPolicy (ignored while networkPolicy is off).
+RECEIVER = [{"ipBlock": {"cidr": "203.0.113.0/24"}}]
 WEBHOOK = {
     "worker": {
         "webhook": {"url": "https://hooks.example.com/shop", "existingSecret": "shop-webhook"}
-    }
+    },
+    "networkPolicy": {"webhook": {"to": RECEIVER}},
 }
-JOB_ALERTS = {"JobBacklogGrowing", "JobsFailing"}
+JOB_ALERTS = {"JobBacklogGrowing", "JobsFailing", "NoWorkerRunning"}
+# Prometheus' own series: one per scrape target, 1 when its last scrape succeeded.
+UP = "up"
 
 
 def _worker(objects: list[dict[str, Any]]) -> dict[str, Any]:
@@ -55,6 +61,20 @@ def _service(objects: list[dict[str, Any]]) -> dict[str, Any]:
 def _container(deployment: dict[str, Any]) -> dict[str, Any]:
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
     return dict(container)
+
+
+def _policies(objects: list[dict[str, Any]]) -> dict[str | None, dict[str, Any]]:
+    """The NetworkPolicies by their component label (None: the service's)."""
+    return {
+        item["metadata"]["labels"].get("app.kubernetes.io/component"): item
+        for item in objects
+        if item["kind"] == "NetworkPolicy"
+    }
+
+
+def _pod_labels(deployment: dict[str, Any]) -> dict[str, str]:
+    labels: dict[str, str] = deployment["spec"]["template"]["metadata"]["labels"]
+    return labels
 
 
 def _in_project(project: Path, script: str, env: dict[str, str] | None = None) -> Any:
@@ -130,6 +150,7 @@ def test_the_worker_pods_are_selected_only_by_their_own_deployment_pdb_and_metri
     assert worker_selectors == {
         f"Deployment/{name}-worker selector",
         f"Deployment/{name}-worker topologySpread[0]",
+        f"NetworkPolicy/{name}-worker podSelector",
         f"PodDisruptionBudget/{name}-worker selector",
         f"Service/{name}-worker-metrics selector",
     }
@@ -233,10 +254,134 @@ def test_the_job_alerts_are_valid_promql_on_series_the_worker_exports(jobs_proje
             labels = {matcher.name: matcher.value for matcher in selector.matchers.matchers}
             assert labels["job"] == "shop-inventory-service-worker-metrics", alert
             names.add(selector.name)
-        assert names <= set(exported), alert
+        assert names <= {*exported, UP}, alert
     assert "jobs_in_queue" in rules["JobBacklogGrowing"]["expr"]
     assert rules["JobBacklogGrowing"]["for"] == "10m"
     assert "jobs_failed_total" in rules["JobsFailing"]["expr"]
+
+
+def test_the_worker_pods_get_a_network_policy_scrapes_in_and_database_dns_and_receiver_out(
+    jobs_project: Path,
+) -> None:
+    chart = chart_of(jobs_project)
+    assert "NetworkPolicy" not in {item["kind"] for item in render(chart, WEBHOOK)}
+    objects = render(chart, merge(EVERYTHING_ON, WEBHOOK))
+    policies = _policies(objects)
+    assert policies.keys() == {None, "migrations", "worker"}
+    policy = policies["worker"]["spec"]
+    worker_labels = _pod_labels(_worker(objects))
+    assert selects(policy["podSelector"]["matchLabels"], worker_labels)
+    assert not selects(policy["podSelector"]["matchLabels"], _pod_labels(_service(objects)))
+    assert not selects(policies[None]["spec"]["podSelector"]["matchLabels"], worker_labels)
+    assert policy["policyTypes"] == ["Ingress", "Egress"]
+    # Nothing but Prometheus reaches a worker, on the port its container names `metrics`.
+    assert policy["ingress"] == [
+        {
+            "from": [
+                {
+                    "namespaceSelector": {
+                        "matchLabels": {"kubernetes.io/metadata.name": "monitoring"}
+                    }
+                }
+            ],
+            "ports": [{"port": "metrics", "protocol": "TCP"}],
+        }
+    ]
+    assert [port["name"] for port in _container(_worker(objects))["ports"]] == ["metrics"]
+    # Out: the database and DNS as the service's pods, then the receiver on the URL's port.
+    assert policy["egress"][:2] == policies[None]["spec"]["egress"]
+    assert policy["egress"][2:] == [{"to": RECEIVER, "ports": [{"port": 443, "protocol": "TCP"}]}]
+    for url, port in (
+        ("http://hooks.example.com/shop", 80),
+        ("https://hooks.example.com:8443/shop", 8443),
+        ("http://[fd00::1]:8080/shop", 8080),
+    ):
+        values = merge(merge(EVERYTHING_ON, WEBHOOK), {"worker": {"webhook": {"url": url}}})
+        egress = _policies(render(chart, values))["worker"]["spec"]["egress"]
+        assert egress[2:] == [{"to": RECEIVER, "ports": [{"port": port, "protocol": "TCP"}]}], url
+    # Without a URL nothing is delivered: the database and DNS only.
+    without = _policies(render(chart, EVERYTHING_ON))["worker"]["spec"]["egress"]
+    assert without == policies[None]["spec"]["egress"]
+    # An empty `to` would let the pods out to anywhere on that port: refused.
+    unplaced = merge(EVERYTHING_ON, {"worker": WEBHOOK["worker"]})
+    with pytest.raises(helm_python.HelmRenderError, match=r"networkPolicy\.webhook\.to"):
+        render(chart, unplaced)
+
+
+def test_with_secrets_as_files_the_webhook_secret_reaches_both_pods_as_a_file_not_a_variable(
+    jobs_project: Path, tmp_path: Path
+) -> None:
+    chart = chart_of(jobs_project)
+    webhook = merge(WEBHOOK, {"worker": {"webhook": {"existingSecretKey": "signing-key"}}})
+    values = merge({"database": {"existingSecret": "prod-db", "existingSecretKey": "url"}}, webhook)
+    as_variables = render(chart, values)
+    for deployment in (_worker(as_variables), _service(as_variables)):
+        env = {item["name"]: item for item in _container(deployment)["env"]}
+        reference = {"name": "shop-webhook", "key": "signing-key"}
+        assert env["WEBHOOK_SECRET"]["valueFrom"]["secretKeyRef"] == reference
+        assert "secrets" not in [
+            volume["name"] for volume in deployment["spec"]["template"]["spec"]["volumes"]
+        ]
+    as_files = render(chart, merge(values, {"secrets": {"asFiles": True}}))
+    stored = {"prod-db": {"url": "postgresql://a:pw@db/app"}, "shop-webhook": {"signing-key": "s3"}}
+    for deployment in (_worker(as_files), _service(as_files)):
+        pod = deployment["spec"]["template"]["spec"]
+        container = _container(deployment)
+        names = [item["name"] for item in container["env"]]
+        assert "WEBHOOK_SECRET" not in names
+        assert "DATABASE_URL" not in names
+        (mount,) = [item for item in container["volumeMounts"] if item["name"] == "secrets"]
+        assert mount == {"name": "secrets", "mountPath": "/run/secrets", "readOnly": True}
+        (volume,) = [item for item in pod["volumes"] if item["name"] == "secrets"]
+        assert [source["secret"] for source in volume["projected"]["sources"]] == [
+            {"name": "prod-db", "items": [{"key": "url", "path": "DATABASE_URL"}]},
+            {"name": "shop-webhook", "items": [{"key": "signing-key", "path": "WEBHOOK_SECRET"}]},
+        ]
+        validate(deployment)
+        # What the pod sees in /run/secrets: the settings read the webhook's key from its file.
+        folder = tmp_path / deployment["metadata"]["name"]
+        folder.mkdir()
+        for source in volume["projected"]["sources"]:
+            for item in source["secret"]["items"]:
+                (folder / item["path"]).write_text(stored[source["secret"]["name"]][item["key"]])
+        env = {item["name"]: item["value"] for item in container["env"]}
+        secret = _in_project(
+            jobs_project,
+            "import json; from inventory_service.settings import Settings; s = Settings()\n"
+            "print(json.dumps(s.webhook_secret.get_secret_value()))",
+            {**env, "SECRETS_DIR": str(folder)},
+        )
+        assert secret == "s3"
+
+
+def test_an_alert_fires_when_no_worker_pod_of_the_worker_scrape_job_is_up(
+    jobs_project: Path,
+) -> None:
+    """The job label of a ServiceMonitor's series is the name of the Service it scraped: the
+    alert names the Service that the ServiceMonitor selects and that selects the worker's pods."""
+    objects = render(chart_of(jobs_project), EVERYTHING_ON)
+    monitor = find(objects, "ServiceMonitor")["spec"]["selector"]["matchLabels"]
+    worker_labels = _pod_labels(_worker(objects))
+    (job,) = [
+        item["metadata"]["name"]
+        for item in objects
+        if item["kind"] == "Service"
+        and selects(monitor, item["metadata"]["labels"])
+        and selects(item["spec"]["selector"], worker_labels)
+    ]
+    (group,) = find(objects, "PrometheusRule")["spec"]["groups"]
+    (rule,) = [rule for rule in group["rules"] if rule["alert"] == "NoWorkerRunning"]
+    expression = promql_parser.parse(rule["expr"])
+    # absent(up{...} == 1): a filter (no `bool`), so a pod scraped but down counts as none.
+    assert expression.func.name == "absent"
+    (up,) = expression.args
+    assert (str(up.op), up.rhs.val, up.modifier) == ("==", 1.0, None)
+    assert up.lhs.name == UP
+    labels = {matcher.name: matcher.value for matcher in up.lhs.matchers.matchers}
+    assert labels == {"namespace": "default", "job": job}
+    assert rule["for"] == "5m"
+    assert rule["labels"]["severity"] == "critical"
+    assert "worker" in rule["annotations"]["runbook"]
 
 
 def test_a_chart_without_jobs_has_no_worker_objects_values_or_alerts(chart: Path) -> None:
@@ -246,7 +391,13 @@ def test_a_chart_without_jobs_has_no_worker_objects_values_or_alerts(chart: Path
     ] == []
     (group,) = find(objects, "PrometheusRule")["spec"]["groups"]
     assert not {rule["alert"] for rule in group["rules"]} & JOB_ALERTS
-    assert "worker" not in yaml.safe_load((chart / "values.yaml").read_text())
+    values = yaml.safe_load((chart / "values.yaml").read_text())
+    assert "worker" not in values
+    assert "webhook" not in values["networkPolicy"]
+    assert [item["metadata"]["name"] for item in objects if item["kind"] == "NetworkPolicy"] == [
+        "shop-inventory-service",
+        "shop-inventory-service-migrate",
+    ]
     assert not (chart / "templates" / "worker-deployment.yaml").exists()
     with pytest.raises(helm_python.HelmError, match="worker"):
         render(chart, {"worker": {"enabled": True}})

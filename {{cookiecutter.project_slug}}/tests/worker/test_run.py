@@ -65,6 +65,24 @@ async def test_a_committed_job_is_delivered_within_100ms_by_listen(
     assert all(delivery.signed for delivery in receiver.deliveries)
 
 
+async def test_a_webhook_secret_read_from_its_file_in_secrets_dir_signs_the_deliveries(
+    queue: asyncpg.Connection, database_url: str, tmp_path: Path
+) -> None:
+    """The chart's secrets.asFiles: WEBHOOK_SECRET is the file /run/secrets/WEBHOOK_SECRET (a
+    Secret's key, no trailing newline), in no environment variable."""
+    folder = tmp_path / "secrets"
+    folder.mkdir()
+    (folder / "WEBHOOK_SECRET").write_text("a-key-from-a-file")
+    log = tmp_path / "worker.log"
+    with (
+        receiving(b"a-key-from-a-file") as receiver,
+        worker(log, database_url, receiver.url, secret=None, SECRETS_DIR=str(folder)),
+    ):
+        await enqueue_events(queue, _event_ids(1))
+        assert await _arrived(receiver, 1, 30), log.read_text()[-2000:]
+    assert [delivery.signed for delivery in receiver.deliveries] == [True]
+
+
 async def test_without_listen_a_job_is_delivered_within_the_poll_interval(
     queue: asyncpg.Connection, receiver: Receiver, database_url: str, tmp_path: Path
 ) -> None:

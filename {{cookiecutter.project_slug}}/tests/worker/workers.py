@@ -24,17 +24,19 @@ FAST = {
 
 
 def start_worker(
-    log: Path, database_url: str, webhook_url: str, **env: str
+    log: Path, database_url: str, webhook_url: str, *, secret: str | None = SECRET, **env: str
 ) -> subprocess.Popen[bytes]:
+    """A worker process; with `secret` None, WEBHOOK_SECRET is in no variable (a file, then)."""
     variables = {
         **os.environ,
         "DATABASE_URL": database_url,
         "WEBHOOK_URL": webhook_url,
-        "WEBHOOK_SECRET": SECRET,
         "APP_ENV": "test",
         **FAST,
         **env,
     }
+    if secret is not None:
+        variables["WEBHOOK_SECRET"] = secret
     with log.open("ab") as output:
         return subprocess.Popen(
             [sys.executable, "-m", "{{ cookiecutter.package_name }}", "worker"],
@@ -46,9 +48,9 @@ def start_worker(
 
 @contextmanager
 def worker(
-    log: Path, database_url: str, webhook_url: str, **env: str
+    log: Path, database_url: str, webhook_url: str, *, secret: str | None = SECRET, **env: str
 ) -> Iterator[subprocess.Popen[bytes]]:
-    process = start_worker(log, database_url, webhook_url, **env)
+    process = start_worker(log, database_url, webhook_url, secret=secret, **env)
     try:
         yield process
     finally:

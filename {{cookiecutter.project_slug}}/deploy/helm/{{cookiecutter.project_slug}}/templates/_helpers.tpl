@@ -100,6 +100,7 @@ Checks that a JSON schema cannot express, because they compare two values.
   connections: (max replicas + maxSurge) x poolMaxSize + worker connections + 1 migration
                connection must fit in maxConnections - reservedConnections;
   worker:      (jobs=postgres) its grace period and heartbeat timeout outlast the longest job;
+               a webhook URL has its Secret and, with networkPolicy, its receiver's peers;
   pool:        poolMinSize <= poolMaxSize;
   shutdown:    terminationGracePeriodSeconds > preStop sleep + drain + 10 s of pool close
                (the service's Database.close bound);
@@ -133,6 +134,9 @@ Checks that a JSON schema cannot express, because they compare two values.
 {{- end }}
 {{- if and $worker.webhook.url (not $worker.webhook.existingSecret) }}
 {{- fail "worker.webhook.url needs worker.webhook.existingSecret, the Secret holding WEBHOOK_SECRET" }}
+{{- end }}
+{{- if and $.Values.networkPolicy.enabled $worker.webhook.url (not $.Values.networkPolicy.webhook.to) }}
+{{- fail "networkPolicy.enabled with worker.webhook.url needs networkPolicy.webhook.to, the peers where the webhook receiver is (an empty list would let the worker pods out to anywhere)" }}
 {{- end }}
 {{- end }}
 {{- if eq (int .Values.metrics.port) (int .Values.server.port) }}
@@ -210,6 +214,15 @@ JWT settings are plain values.
 {{- regexFind ":[0-9]+$" (urlParse .Values.auth.jwt.jwksUrl).host | trimPrefix ":" | default "443" }}
 {{- end }}
 
+{{/*
+The port the worker delivers events on: the one in worker.webhook.url, else the scheme's (80 for
+http, 443 for https), as app.jwksPort reads auth.jwt.jwksUrl.
+*/}}
+{{- define "app.webhookPort" -}}
+{{- $url := urlParse .Values.worker.webhook.url }}
+{{- regexFind ":[0-9]+$" $url.host | trimPrefix ":" | default (ternary "80" "443" (eq $url.scheme "http")) }}
+{{- end }}
+
 {{/* NetworkPolicy egress: PostgreSQL (networkPolicy.database.to) and cluster DNS, nothing else. */}}
 {{- define "app.egressToDatabaseAndDns" -}}
 {{- $policy := .Values.networkPolicy }}
@@ -262,18 +275,19 @@ app.kubernetes.io/component: worker
 
 {{/*
 The events' settings, for the service's pods (they enqueue an event only with WEBHOOK_URL) and the
-worker's (they deliver it); nothing when the worker is off or in a bake without jobs.
+worker's (they deliver it); nothing when the worker is off or in a bake without jobs. WEBHOOK_SECRET
+comes from its Secret like DATABASE_URL (as a file with secrets.asFiles).
 */}}
 {{- define "app.jobsEnv" -}}
 {{- if include "app.workerEnabled" . }}
 {{- $webhook := .Values.worker.webhook }}
 - name: WEBHOOK_URL
   value: {{ $webhook.url | quote }}
-{{- with $webhook.existingSecret }}
+{{- if and $webhook.existingSecret (not .Values.secrets.asFiles) }}
 - name: WEBHOOK_SECRET
   valueFrom:
     secretKeyRef:
-      name: {{ . }}
+      name: {{ $webhook.existingSecret }}
       key: {{ $webhook.existingSecretKey }}
 {{- end }}
 - name: WEBHOOK_TIMEOUT_SECONDS
@@ -285,31 +299,44 @@ worker's (they deliver it); nothing when the worker is off or in a bake without 
 {{- end }}
 {{- end }}
 
-{{/* The Secret files of secrets.asFiles (SECRETS_DIR), for the service's and the worker's pods. */}}
+{{/*
+The Secret files of secrets.asFiles (SECRETS_DIR), for the service's and the worker's pods: a file
+per secret setting, named after its variable. One Secret is mounted as it is; several (the database
+URL with API_KEY_HASHES or WEBHOOK_SECRET) share the one folder through a projected volume.
+*/}}
 {{- define "app.secretsVolume" -}}
-{{- if and .Values.secrets.asFiles (.Values.auth | default dict).apiKey }}
-# Two Secrets in the one folder: DATABASE_URL and API_KEY_HASHES.
+{{- if .Values.secrets.asFiles }}
+{{- $files := list (dict "secret" (include "app.databaseSecret" .) "key" .Values.database.existingSecretKey "path" "DATABASE_URL") }}
+{{- with (.Values.auth | default dict).apiKey }}
+{{- $files = append $files (dict "secret" (include "app.apiKeySecret" $) "key" .existingSecretKey "path" "API_KEY_HASHES") }}
+{{- end }}
+{{- if include "app.workerEnabled" . }}
+{{- with .Values.worker.webhook }}
+{{- if .existingSecret }}
+{{- $files = append $files (dict "secret" .existingSecret "key" .existingSecretKey "path" "WEBHOOK_SECRET") }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- if eq (len $files) 1 }}
+- name: secrets
+  secret:
+    secretName: {{ (first $files).secret }}
+    defaultMode: 0440
+    items:
+      - key: {{ (first $files).key }}
+        path: {{ (first $files).path }}
+{{- else }}
 - name: secrets
   projected:
     defaultMode: 0440
     sources:
+      {{- range $files }}
       - secret:
-          name: {{ include "app.databaseSecret" . }}
+          name: {{ .secret }}
           items:
-            - key: {{ .Values.database.existingSecretKey }}
-              path: DATABASE_URL
-      - secret:
-          name: {{ include "app.apiKeySecret" . }}
-          items:
-            - key: {{ .Values.auth.apiKey.existingSecretKey }}
-              path: API_KEY_HASHES
-{{- else if .Values.secrets.asFiles }}
-- name: secrets
-  secret:
-    secretName: {{ include "app.databaseSecret" . }}
-    defaultMode: 0440
-    items:
-      - key: {{ .Values.database.existingSecretKey }}
-        path: DATABASE_URL
+            - key: {{ .key }}
+              path: {{ .path }}
+      {{- end }}
+{{- end }}
 {{- end }}
 {{- end }}
