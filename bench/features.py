@@ -1,37 +1,25 @@
 """The price of authentication, tracing and the rate limit: the generated service with each one on,
 side by side.
 
-Bakes the service with auth=none, api_key and jwt, serves each variant below pinned to core 0
-(PostgreSQL, wrk and the JWKS server on core 1), seeds the same rows, and drives them in
-interleaved, rotated rounds with the same wrk workload (default: GET by id). Prints requests per
-second per variant (median of the rounds), the ratio to `off` and the server's CPU per request,
-and writes them as JSON.
-
-  off             auth=none, tracing off: the reference
-  api_key         auth=api_key, X-API-Key on every request
-  jwt             auth=jwt, one RS256 bearer token on every request, JWT_CACHE_SIZE=0
-  jwt_cached      the same with the verified-token cache (the default, 4096)
-  tracing_0.1     auth=none, TRACING=true, 10 % of traces sampled (the default), no exporter
-  tracing_1.0     the same with every request sampled
-  rate_limit      auth=none, RATE_LIMIT_RPS on (a rate never reached: a token taken per request,
-                  none refused), the client keyed by its address
-  api_key_rate_limit  auth=api_key with the rate limit, the client keyed by its key's digest
+Bakes the service with each auth the variants use (none, api_key, jwt), serves each variant of
+bench/variants.py pinned to core 0 (PostgreSQL, wrk and the JWKS server on core 1), seeds the same
+rows, and drives them in interleaved, rotated rounds with the same wrk workload (default: GET by
+id), each sent the credentials its variant asks for. Prints requests per second per variant
+(median of the rounds), the ratio to `off` and the server's CPU per request, and writes them as
+JSON. `make bench-instructions` counts the same variants' instructions per request.
 
 `--workload create create_keyed --variants off` measures the price of an Idempotency-Key instead:
 each variant with each workload, interleaved the same way, `create_keyed` the create with a fresh
 key per request (`make bench` writes it to docs/bench/idempotency.json). Beside the server's CPU
 per request, wrk's (the client's) and PostgreSQL's (its postmaster and backends).
 
-Spans are made but not exported (OTEL_TRACES_EXPORTER=none): the price measured is the service's,
-not a collector's. Run: `.venv/bin/python -m bench.features` (about 3 minutes; `make bench` runs it
-after the side-by-side benchmark).
+Run: `.venv/bin/python -m bench.features` (about 3 minutes; `make bench` runs it after the
+side-by-side benchmark).
 """
 
 import argparse
 import asyncio
 import contextlib
-import hashlib
-import importlib.util
 import json
 import os
 import resource
@@ -45,41 +33,10 @@ from typing import Any
 import psutil
 
 from bench.driver import LOAD_CORE, POOL_SIZE, SERVER_CORE, migrate, prepare
+from bench.variants import VARIANTS, Variants
 from bench.workloads import Workloads
-from tests.baking import bake, load_dev_module, tool_env
+from tests.baking import load_dev_module, tool_env
 from tests.serving import wait_until_answering
-
-API_KEY = "bench-api-key-0123456789"
-# The limiter's bookkeeping on every request, and no refusal: wrk is one client far below it.
-_UNREACHED_RATE = {"RATE_LIMIT_RPS": "1000000", "RATE_LIMIT_BURST": "1000000"}
-VARIANTS: dict[str, tuple[str, dict[str, str]]] = {
-    "off": ("none", {}),
-    "api_key": ("api_key", {"API_KEY_HASHES": hashlib.sha256(API_KEY.encode()).hexdigest()}),
-    "jwt": ("jwt", {"JWT_CACHE_SIZE": "0"}),
-    "jwt_cached": ("jwt", {}),
-    "tracing_0.1": ("none", {"TRACING": "true", "OTEL_TRACES_EXPORTER": "none"}),
-    "tracing_1.0": (
-        "none",
-        {"TRACING": "true", "OTEL_TRACES_EXPORTER": "none", "OTEL_TRACES_SAMPLER_ARG": "1"},
-    ),
-    "rate_limit": ("none", _UNREACHED_RATE),
-    "api_key_rate_limit": (
-        "api_key",
-        {"API_KEY_HASHES": hashlib.sha256(API_KEY.encode()).hexdigest(), **_UNREACHED_RATE},
-    ),
-}
-
-
-def _issuer(project: Path) -> Any:
-    """The jwt bake's own issuer (loadtest/drive/issuer.py): keys, tokens and a JWKS server."""
-    spec = importlib.util.spec_from_file_location(
-        "bench_issuer", project / "loadtest" / "drive" / "issuer.py"
-    )
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.Issuer()
 
 
 def _start(project: Path, env: dict[str, str], port: int, log: Path) -> subprocess.Popen[bytes]:
@@ -154,28 +111,20 @@ def _rps(
 def run(args: argparse.Namespace) -> dict[str, Any]:
     os.sched_setaffinity(0, {LOAD_CORE})  # PostgreSQL, wrk and the JWKS server inherit core 1
     work = Path(tempfile.mkdtemp(prefix="bench-features-", dir=args.workdir))
-    projects = {auth: bake(work / auth, auth=auth) for auth in ("none", "api_key", "jwt")}
-    devdb = load_dev_module(projects["none"], "devdb")
-    workloads = Workloads(projects["none"], args.rows)
+    variants = Variants(work, ["off", *args.variants])
+    devdb = load_dev_module(variants.project("off"), "devdb")
+    workloads = Workloads(variants.project("off"), args.rows)
     processes: list[subprocess.Popen[bytes]] = []
-    with devdb.ThrowawayPostgres(work / "pgdata") as postgres, _issuer(projects["jwt"]) as issuer:
-        migrate(projects["none"], postgres.url)
+    with devdb.ThrowawayPostgres(work / "pgdata") as postgres, variants:
+        migrate(variants.project("off"), postgres.url)
         asyncio.run(prepare(postgres.url, args.rows))
-        jwt_env = {name.upper(): str(value) for name, value in issuer.settings().items()}
-        token = issuer.token(scope="items:read items:write", lifetime=3600)
-        headers = {
-            "api_key": {"X-API-Key": API_KEY},
-            "jwt": {"Authorization": f"Bearer {token}"},
-            "none": {},
-        }
         bases: dict[str, str] = {}
         pids: dict[str, int] = {}
         try:
             for name in args.variants:
-                auth, env = VARIANTS[name]
                 port = devdb.free_port()
-                env = {"DATABASE_URL": postgres.url, **(jwt_env if auth == "jwt" else {}), **env}
-                processes.append(_start(projects[auth], env, port, work / f"{name}.log"))
+                env = {"DATABASE_URL": postgres.url, **variants.env(name)}
+                processes.append(_start(variants.project(name), env, port, work / f"{name}.log"))
                 bases[name], pids[name] = f"http://127.0.0.1:{port}", processes[-1].pid
             # Each variant with each workload, named by the variant alone with one workload.
             series = {
@@ -187,7 +136,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 name,
                 workload,
             ) in series.values():  # warm-up, and a check that every answer is a 2xx
-                _rps(bases[name], headers[VARIANTS[name][0]], args, workload, workloads)
+                _rps(bases[name], variants.headers(name), args, workload, workloads)
             labels = list(series)
             rps: dict[str, list[float]] = {label: [] for label in labels}
             cpu: dict[str, list[float]] = {label: [] for label in labels}
@@ -198,7 +147,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 for label in labels[shift:] + labels[:shift]:
                     name, workload = series[label]
                     figures = _rps(
-                        bases[name], headers[VARIANTS[name][0]], args, workload, workloads,
+                        bases[name], variants.headers(name), args, workload, workloads,
                         pids[name], postgres.data_dir,
                     )  # fmt: skip
                     for values, figure in zip((rps, cpu, client, database), figures, strict=True):

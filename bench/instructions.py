@@ -7,7 +7,14 @@ Each app of `make bench` is started under callgrind (about fifty times slower), 
 workload its counters are zeroed, `wrk` drives it for a few seconds over TCP, and the counters are
 dumped: user-space instructions of the whole server process (uvicorn, the event loop, the app,
 asyncpg), divided by the requests wrk completed. The kernel's share (system calls) is not
-counted; `make bench` measures it with the rest. Writes docs/bench/instructions.{json,md}.
+counted; `make bench` measures it with the rest.
+
+The options (`--options`: all four; or some named in `--apps`, e.g. `--apps generated jwt`) are
+the generated service with one option on, each served the way bench/variants.py serves it to
+bench.features (its bake, its settings, the credentials wrk sends): their price is their count
+beside the generated service's. `make bench-instructions` passes `--options`. Writes
+docs/bench/instructions.{json,md}, keeping the figures of every app this run did not count with
+the date of the run that did.
 """
 
 import argparse
@@ -19,27 +26,28 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import NamedTuple
 
-from bench.driver import ROOT, migrate, prepare, seed_deletable, server_env
-from bench.report import LABELS
+from bench.driver import ROOT, migrate, prepare, seed_deletable, server_env, service_command
+from bench.instructions_report import markdown, merged
 from bench.run import app_commands, app_env
+from bench.variants import Variants
 from bench.workloads import NAMES, Workloads
-from tests.baking import bake, load_dev_module
+from tests.baking import load_dev_module
 from tests.serving import wait_until_answering
 
 APPS = ("generated", "generated_log_off", "ceiling", "fastapi_floor", "minimal")
+# The generated service with one option on (bench/instructions_report.py's OPTION_LABELS say
+# which): the variant of bench/variants.py that serves it, and the workloads it applies to
+# (`create_keyed`, a fresh Idempotency-Key per create, is counted beside `create`).
+OPTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "api_key": ("api_key", NAMES),
+    "jwt": ("jwt_cached", NAMES),
+    "tracing_0.1": ("tracing_0.1", NAMES),
+    "idempotent_create": ("off", ("create_keyed",)),
+}
 # Rows seeded for each delete run: under callgrind a server deletes at most a few hundred a second.
 DELETABLE = 5_000
-RATIOS = (  # (numerator, denominator): a ratio above 1 means the numerator runs fewer instructions
-    ("generated", "minimal"),
-    ("generated", "ceiling"),
-    ("generated", "fastapi_floor"),
-    ("fastapi_floor", "minimal"),
-    ("fastapi_floor", "ceiling"),
-    ("generated", "generated_log_off"),
-)
-
 
 # Not instrumented until the server answers: start-up and imports run several times faster on a
 # loaded host (a server there took longer than the 600 s start-up wait), and nothing before the
@@ -52,18 +60,19 @@ class CallgrindServer:
 
     def __init__(self, command: list[str], env: dict[str, str], out: Path) -> None:
         self._out = out
+        # Named after the whole name: with_suffix would give every app (and "tracing_0.1") one log.
+        self._log = out.parent / f"{out.name}.log"
         self._process = subprocess.Popen(
             [*CALLGRIND, f"--callgrind-out-file={out}.%p", *command],
             cwd=ROOT,
             env=env,
-            stdout=(out.with_suffix(".log")).open("wb"),
+            stdout=self._log.open("wb"),
             stderr=subprocess.STDOUT,
         )
 
     def wait_until_answering(self, url: str, seconds: float) -> None:
         # Python's start-up and imports run many times slower under valgrind.
-        log = self._out.with_suffix(".log")
-        wait_until_answering(self._process, url, what=f"server (log: {log})", seconds=seconds)
+        wait_until_answering(self._process, url, what=f"server (log: {self._log})", seconds=seconds)
 
     def _control(self, *flags: str) -> None:
         subprocess.run(["callgrind_control", *flags, str(self._process.pid)], check=True,
@@ -91,30 +100,55 @@ class CallgrindServer:
         self._process.wait(timeout=300)
 
 
+class _Served(NamedTuple):
+    command: list[str]
+    env: dict[str, str]
+    ready: str  # a path that answers 200 once the server is up
+    headers: dict[str, str]
+    workloads: list[str]
+
+
+def _served(
+    name: str, variants: Variants, database_url: str, port: int, args: argparse.Namespace
+) -> _Served:
+    """How app or option `name` is served on `port`, and which of the run's workloads drive it."""
+    if name not in OPTIONS:
+        project = variants.project("off")
+        env = server_env(project, database_url, port, **app_env(name))
+        return _Served(app_commands(project, port)[name], env, "/items/1", {}, args.workloads)
+    variant, applies = OPTIONS[name]
+    project = variants.project(variant)
+    env = server_env(project, database_url, port, **variants.env(variant))
+    workloads = [w for w in applies if w.removesuffix("_keyed") in args.workloads]
+    # /healthz: an auth bake answers /items/1 without credentials with a 401.
+    return _Served(service_command(project), env, "/healthz", variants.headers(variant), workloads)
+
+
 def _measure(
-    name: str, project: Path, database_url: str, workloads: Workloads, args: argparse.Namespace,
-    work: Path,
+    name: str, variants: Variants, database_url: str, workloads: Workloads,
+    args: argparse.Namespace, work: Path,
 ) -> dict[str, dict[str, float]]:  # fmt: skip
-    port = load_dev_module(project, "devdb").free_port()
-    command = app_commands(project, port)[name]
-    env = server_env(project, database_url, port, **app_env(name))
+    port = load_dev_module(variants.project("off"), "devdb").free_port()
+    served = _served(name, variants, database_url, port, args)
+    if not served.workloads:
+        return {}
     base = f"http://127.0.0.1:{port}"
-    server = CallgrindServer(command, env, work / f"callgrind.{name}")
+    server = CallgrindServer(served.command, served.env, work / f"callgrind.{name}")
     figures: dict[str, dict[str, float]] = {}
     try:
-        server.wait_until_answering(f"{base}/items/1", args.start_timeout)
+        server.wait_until_answering(base + served.ready, args.start_timeout)
         server.instrument()
-        for workload in args.workloads:
+        for workload in served.workloads:
             start = 1
             if workloads.consumes_ids(workload):
                 start = asyncio.run(seed_deletable(database_url, DELETABLE))
             workloads.run(base, workload, seconds=args.warmup, connections=args.connections,
-                          start=start)  # fmt: skip
+                          start=start, headers=served.headers)  # fmt: skip
             if workloads.consumes_ids(workload):
                 start = asyncio.run(seed_deletable(database_url, DELETABLE))
             server.zero()
             run = workloads.run(base, workload, seconds=args.duration, connections=args.connections,
-                                start=start)  # fmt: skip
+                                start=start, headers=served.headers)  # fmt: skip
             instructions = server.instructions_since_zero()
             if run["errors"] or not run["requests"]:
                 raise RuntimeError(f"{name} {workload}: {run}")
@@ -124,37 +158,11 @@ def _measure(
                 "per_request": instructions / run["requests"],
             }
             thousands = figures[workload]["per_request"] / 1000
-            print(f"{workload:7} {name:18} {thousands:8.1f} k instructions/request "
+            print(f"{workload:12} {name:18} {thousands:8.1f} k instructions/request "
                   f"({int(run['requests'])} requests)", flush=True)  # fmt: skip
     finally:
         server.stop()
     return figures
-
-
-def markdown(results: dict[str, Any]) -> str:
-    per = results["apps"]
-    workloads = results["workloads"]
-    lines = [
-        f"callgrind, {results['date']}: user-space instructions per request of each server "
-        f"process (thousands), wrk over TCP with {results['connections']} connections, "
-        f"{results['duration']} s per app and workload after {results['warmup']} s of warm-up.",
-        "",
-        "| app | " + " | ".join(workloads) + " |",
-        "|---|" + "---:|" * len(workloads),
-    ]
-    for name in per:
-        cells = [f"{per[name][w]['per_request'] / 1000:,.0f}" for w in workloads]
-        lines.append(f"| {LABELS[name]} | " + " | ".join(cells) + " |")
-    lines += ["", "| ratio (fewer instructions is faster) | " + " | ".join(workloads) + " |",
-              "|---|" + "---:|" * len(workloads)]  # fmt: skip
-    for top, bottom in RATIOS:
-        if top in per and bottom in per:
-            cells = [
-                f"{per[bottom][w]['per_request'] / per[top][w]['per_request']:.2f}x"
-                for w in workloads
-            ]
-            lines.append(f"| {top}/{bottom} | " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
 
 
 def main() -> int:
@@ -165,34 +173,46 @@ def main() -> int:
     # As many as the pool has connections: at `make bench`'s 32, a server slowed down fifty times
     # keeps requests past wrk's 2 s timeout. An acquire then never waits (its timer is not counted).
     parser.add_argument("--connections", type=int, default=8)
-    parser.add_argument("--apps", nargs="+", default=list(APPS), choices=APPS)
+    parser.add_argument("--apps", nargs="+", default=list(APPS), choices=[*APPS, *OPTIONS])
+    parser.add_argument("--options", action="store_true", help=f"and {', '.join(OPTIONS)}")
     parser.add_argument("--workloads", nargs="+", default=list(NAMES), choices=NAMES)
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "bench")
     # On a host busy with other work a server under valgrind took more than ten minutes to start.
     parser.add_argument("--start-timeout", type=float, default=600, help="seconds to start")
     args = parser.parse_args()
+    if args.options:
+        args.apps = [*dict.fromkeys([*args.apps, *OPTIONS])]
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         print("bench.instructions needs valgrind (apt-get install valgrind)", file=sys.stderr)
         return 2
     work = Path(tempfile.mkdtemp(prefix="bench-instructions-"))
-    project = bake(work)
-    workloads = Workloads(project, args.rows)
-    devdb = load_dev_module(project, "devdb")
-    with devdb.ThrowawayPostgres(work / "pgdata") as postgres:
-        migrate(project, postgres.url)
+    variants = Variants(work, ["off", *(OPTIONS[name][0] for name in args.apps if name in OPTIONS)])
+    workloads = Workloads(variants.project("off"), args.rows)
+    devdb = load_dev_module(variants.project("off"), "devdb")
+    with devdb.ThrowawayPostgres(work / "pgdata") as postgres, variants:
+        migrate(variants.project("off"), postgres.url)
         asyncio.run(prepare(postgres.url, args.rows))
-        apps = {name: _measure(name, project, postgres.url, workloads, args, work)
-                for name in args.apps}  # fmt: skip
+        # An option none of whose workloads was asked for is left out.
+        apps = {
+            name: figures
+            for name in args.apps
+            if (figures := _measure(name, variants, postgres.url, workloads, args, work))
+        }
+    date = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     results = {
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "date": date,
         "duration": args.duration,
         "warmup": args.warmup,
         "connections": args.connections,
         "workloads": args.workloads,
         "apps": apps,
+        "dates": dict.fromkeys(apps, date),
     }
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "instructions.json").write_text(json.dumps(results, indent=2) + "\n")
+    written = args.out / "instructions.json"
+    if written.exists():
+        results = merged(results, json.loads(written.read_text()))
+    written.write_text(json.dumps(results, indent=2) + "\n")
     text = markdown(results)
     (args.out / "instructions.md").write_text(text)
     print(text)

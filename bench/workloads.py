@@ -24,7 +24,8 @@ class Workloads:
         assert not missing, f"the bake's scenario table has no {missing}"
 
     def consumes_ids(self, workload: str) -> bool:
-        return bool(self._scenarios.OPERATIONS[f"{RESOURCE}.{workload}"].consumes_id)
+        operation = self._scenarios.OPERATIONS[f"{RESOURCE}.{workload.removesuffix('_keyed')}"]
+        return bool(operation.consumes_id)
 
     def run(
         self,
