@@ -52,4 +52,7 @@ native-tools: ## Install the native tools the tests drive (wrk, hey, ...: tests/
 	python3 -m tests.native_tools install
 
 test: lint native-tools ## Lint, then run the template's tests: bake variants, lint them, run their suites on PostgreSQL
-	$(BIN)/pytest tests
+	# Two processes share the tests that measure nothing (each test file on one of them, so that a
+	# file's bakes are made once); those marked `serial` (latency, rates, timeouts) run after, alone.
+	$(BIN)/pytest tests -n 2 --dist loadfile -m "not serial"
+	$(BIN)/pytest tests -m serial

@@ -372,6 +372,7 @@ def test_an_alert_fires_when_no_worker_pod_of_the_worker_scrape_job_is_up(
     (group,) = find(objects, "PrometheusRule")["spec"]["groups"]
     (rule,) = [rule for rule in group["rules"] if rule["alert"] == "NoWorkerRunning"]
     expression = promql_parser.parse(rule["expr"])
+    assert isinstance(expression, promql_parser.Call)
     # absent(up{...} == 1): a filter (no `bool`), so a pod scraped but down counts as none.
     assert expression.func.name == "absent"
     (up,) = expression.args

@@ -11,7 +11,7 @@ import pytest
 from .baking import bake, run
 from .serving import PACKAGE, Served, migrated_database, start_service
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.serial]
 
 SORTED = "name:str(200):sort price_cents:money quantity:int(>=0)=0"
 ROWS = 25

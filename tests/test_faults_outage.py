@@ -14,7 +14,7 @@ from . import faults
 from .figures import Figures, percentile
 from .serving import Served
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.serial]
 
 
 def test_database_outage_fails_fast_with_503_and_recovers_without_a_restart(

@@ -17,7 +17,7 @@ from . import faults
 from .figures import Figures, percentile
 from .serving import PINNED, Served
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.serial]
 
 
 def _hey(url: str, concurrency: int, seconds: float) -> list[tuple[float, int, float]]:

@@ -16,7 +16,7 @@ from . import faults
 from .figures import Figures
 from .serving import Served, fetch
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.serial]
 
 
 def test_exhausted_pool_answers_503_with_retry_after_within_the_acquire_timeout(

@@ -16,7 +16,7 @@ from . import faults
 from .figures import Figures
 from .serving import Served, fetch
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.serial]
 
 
 def test_sigterm_under_write_load_completes_in_flight_requests_and_loses_no_acknowledged_write(

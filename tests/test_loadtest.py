@@ -19,7 +19,7 @@ import pytest
 from .baking import bake, load_dev_module, run, tool_env
 from .serving import migrated_database, serve_process
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.serial]
 PACKAGE = "inventory_service"
 QUICK = ["--concurrency", "2,8,32", "--step-seconds", "1.5", "--warmup-seconds", "0.5",
          "--search-seconds", "1.5", "--repeats", "3", "--seed-rows", "2000"]  # fmt: skip

@@ -20,7 +20,7 @@ import pytest
 from .baking import bake, load_loadtest, run
 from .serving import Served, migrated_database, start_service
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.serial]
 KEY = "load-" + secrets.token_urlsafe(24)
 HEADERS = {"LOADTEST_HEADERS": f"X-API-Key: {KEY}"}
 QUICK = ["--concurrency", "2,8", "--step-seconds", "0.5", "--warmup-seconds", "0.2",

@@ -16,7 +16,7 @@ import pytest
 from .baking import load_dev_module, run, tool_env
 from .serving import serve_process
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.serial]
 
 LITTLE_APP = """
 import asyncio

@@ -16,7 +16,7 @@ import pytest
 
 from .baking import VENV_BIN, load_loadtest, run
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.serial]
 Request = tuple[str, str, str]  # method, target, body
 LISTED = 1000  # ids the recorder lists to the seeding over HTTP
 # The default bake's resource: its scenarios are `items.<operation>`.

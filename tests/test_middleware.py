@@ -112,6 +112,7 @@ def test_baked_service_sheds_load_over_its_concurrency_limit(
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 @pytest.mark.needs("wrk")
 def test_bench_driver_runs_end_to_end(tmp_path: Path) -> None:
     """`make bench` in miniature: every app, every workload, one round of one second."""

@@ -52,6 +52,7 @@ def _slow_down_get_by_id(project: Path) -> None:
     )  # fmt: skip
 
 
+@pytest.mark.serial
 @pytest.mark.needs("wrk")
 def test_the_gate_passes_an_unchanged_service_and_fails_a_slower_route_naming_its_scenario(
     committed: Path, postgres_url: str

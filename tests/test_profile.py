@@ -15,7 +15,7 @@ from scripts.profile_example import COSTLY, add_costly_function
 from .baking import bake, run
 from .serving import migrated_database
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.serial]
 
 
 @pytest.fixture(scope="module")
