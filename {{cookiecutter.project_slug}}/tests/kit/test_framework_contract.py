@@ -60,7 +60,12 @@ def _choices(settings: Settings) -> list[HandlerChoice]:
 
 @pytest.mark.parametrize(
     "internal",
-    [*internals.ROUTE_HANDLER, *internals.PARAM_READER, internals.ITER_ROUTE_CONTEXTS],
+    [
+        *internals.ROUTE_HANDLER,
+        *internals.PARAM_READER,
+        *internals.DEPENDENCY_PLAN,
+        internals.ITER_ROUTE_CONTEXTS,
+    ],
     ids=lambda internal: internal.qualname,
 )
 def test_each_fastapi_internal_has_the_shape_the_kit_uses(internal: internals.Internal) -> None:
@@ -80,11 +85,10 @@ def test_every_route_of_every_resource_runs_the_fast_handler_and_the_planned_rea
         _resource_routes()
     )
     assert [choice for choice in choices if not (choice.fast and choice.planned_readers)] == []
-{%- if cookiecutter.auth == "none" %}
-    # Their state dependencies (DatabaseDep, SettingsDep) are called without solve_dependencies.
-    with_state = [choice for choice in choices if choice.path != "/healthz"]
-    assert all(choice.planned_dependencies for choice in with_state), with_state
-{%- endif %}
+    # Their dependencies (DatabaseDep, SettingsDep, the auth guard and its security scheme) are
+    # called without solve_dependencies.
+    with_dependencies = [choice for choice in choices if choice.path != "/healthz"]
+    assert all(choice.planned_dependencies for choice in with_dependencies), with_dependencies
 
 
 def _deny() -> None:

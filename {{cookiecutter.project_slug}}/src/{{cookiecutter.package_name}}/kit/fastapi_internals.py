@@ -95,6 +95,22 @@ FIELD_IS_SEQUENCE = Internal(_compat, "field_annotation_is_sequence", ("annotati
 # The fields of a query parameter model, as FastAPI reads them (a list route's filters).
 GET_CACHED_MODEL_FIELDS = Internal(dependency_utils, "get_cached_model_fields", ("model",))
 
+# What FastRoute plans a dependency with (routing.py), once per route instead of per request: the
+# key solve_dependencies caches a dependency's value under, and how it tells how to call one.
+GET_CACHE_KEY = Internal(dependency_models, "_get_cache_key", ("dependant",))
+IS_COROUTINE_CALLABLE = Internal(dependency_models, "_is_coroutine_callable", ("call",))
+IS_GEN_CALLABLE = Internal(dependency_models, "_is_gen_callable", ("call",))
+IS_ASYNC_GEN_CALLABLE = Internal(dependency_models, "_is_async_gen_callable", ("call",))
+# The scopes a dependency's SecurityScopes parameter receives: its own and its dependents'.
+GET_OAUTH_SCOPES = Internal(dependency_models, "_get_oauth_scopes", ("dependant",))
+DEPENDENCY_PLAN = (
+    GET_CACHE_KEY,
+    IS_COROUTINE_CALLABLE,
+    IS_GEN_CALLABLE,
+    IS_ASYNC_GEN_CALLABLE,
+    GET_OAUTH_SCOPES,
+)
+
 # The route's dependant is copied with its own parameters emptied (dataclasses.replace), so that
 # solve_dependencies solves only the dependencies: these must stay dataclass fields.
 DEPENDANT_FIELDS = (
@@ -183,7 +199,10 @@ def param_reader_problems() -> tuple[str, ...]:
 
 @cache
 def dependency_plan_problem() -> str | None:
-    """What keeps FastRoute from calling plain dependencies itself, or None."""
+    """What keeps FastRoute from calling dependencies itself, or None."""
+    for internal in DEPENDENCY_PLAN:
+        if (problem := internal.problem()) is not None:
+            return problem
     fields = {field.name for field in dataclasses.fields(dependency_models.Dependant)}
     unknown = sorted(fields - KNOWN_DEPENDANT_FIELDS)
     return f"Dependant has new fields: {', '.join(unknown)}" if unknown else None

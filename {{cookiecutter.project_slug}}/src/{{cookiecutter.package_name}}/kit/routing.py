@@ -7,8 +7,11 @@ request and these routes do not need is skipped: parsing cookies and the query s
 that declares none, building a spare Response for headers set by dependencies, walking an empty
 dependency list. Every parameter is still validated by FastAPI's own functions against the
 declared fields, and every dependency (of the app, an included router, the router or the route:
-auth first of all) is still solved by FastAPI's own `solve_dependencies`, with overrides, caching
-and `yield`.
+auth first of all) runs for every request. A route whose dependencies are all `async def`
+functions (or objects, like FastAPI's security schemes) taking at most the request, their
+SecurityScopes and other such dependencies has them planned once (PlannedDependency) and called
+in solve_dependencies' order under its cache keys; any other (parameters to validate, `yield`,
+an override of one of them) is solved by FastAPI's own `solve_dependencies`.
 
 The fast handler runs only where it is known to see the whole declaration: a route FastAPI
 mounted through include_router, built while FastAPI's inclusion context names it (that context's
@@ -34,6 +37,7 @@ from fastapi.datastructures import DefaultPlaceholder
 from fastapi.dependencies.models import Dependant
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute, APIRouter
+from fastapi.security import SecurityScopes
 from pydantic_core import PydanticUndefined
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -57,7 +61,7 @@ class HandlerChoice:
     fast: bool
     reason: str | None  # why not fast, or None
     planned_readers: bool  # every parameter reader planned (param_reader.py), when fast
-    planned_dependencies: bool  # the plain dependencies called directly, when fast
+    planned_dependencies: bool  # every dependency called directly (PlannedDependency), when fast
 
 
 _logged: set[str] = set()
@@ -140,65 +144,115 @@ async def _read_body(request: Request, strict_content_type: bool) -> Any:
         raise HTTPException(400, "There was an error parsing the body") from error
 
 
-def _is_plain(dependency: Dependant) -> bool:
-    """A dependency FastRoute may call itself: an `async def` taking at most the request, with
-    nothing of its own to solve, cache or close (what DatabaseDep and SettingsDep are)."""
+@dataclass(frozen=True, slots=True)
+class PlannedDependency:
+    """A dependency FastRoute calls itself, worked out once per route: what solve_dependencies
+    works out again on every request (its cache key, how to call it) is fixed here."""
+
+    call: Callable[..., Coroutine[Any, Any, Any]]
+    name: str | None  # the parameter it fills, None for `dependencies=[...]`
+    request_params: tuple[str, ...]  # the request, as Request or as HTTPConnection
+    security_scopes_param: str | None
+    scopes: tuple[str, ...]  # what its SecurityScopes parameter receives
+    cache_key: Any  # solve_dependencies' own key for it (the call, its scopes)
+    use_cache: bool
+    dependencies: tuple["PlannedDependency", ...]
+
+
+_SPECIAL_PARAMS = ("websocket", "response", "background_tasks")
+
+
+def _plan(dependency: Dependant) -> PlannedDependency | None:
+    """The dependency and all of its own as FastRoute may call them, or None when any of them is
+    more than an `async def` taking the request (or its HTTPConnection), its SecurityScopes and
+    other such dependencies: parameters to validate, a `yield`, a scope, a concurrency limit or
+    another special parameter take solve_dependencies."""
     call = dependency.call
-    return (
-        call is not None
-        and inspect.iscoroutinefunction(call)
-        and dependency.name is not None
-        and dependency.use_cache
-        and not dependency.dependencies
-        and not any(
+    try:
+        hash(call)  # the overrides' and the cache's key, as in solve_dependencies
+    except TypeError:
+        return None
+    if (
+        call is None
+        or internals.IS_GEN_CALLABLE.get()(call)
+        or internals.IS_ASYNC_GEN_CALLABLE.get()(call)
+        or not internals.IS_COROUTINE_CALLABLE.get()(call)
+        or any(
             getattr(dependency, f"{kind}_params")
             for kind in ("path", "query", "header", "cookie", "body")
         )
-        and not any(
-            getattr(dependency, f"{name}_param_name") is not None
-            for name in (
-                "websocket",
-                "http_connection",
-                "response",
-                "background_tasks",
-                "security_scopes",
-            )
-        )
-        and not dependency.own_oauth_scopes
-        and getattr(dependency, "scope", None) is None
-        and getattr(dependency, "concurrency", None) is None
+        or any(getattr(dependency, f"{name}_param_name") is not None for name in _SPECIAL_PARAMS)
+        or getattr(dependency, "scope", None) is not None
+        or getattr(dependency, "concurrency", None) is not None
+    ):
+        return None
+    own = [_plan(inner) for inner in dependency.dependencies]
+    if None in own:
+        return None
+    return PlannedDependency(
+        call=call,
+        name=dependency.name,
+        request_params=tuple(
+            name
+            for name in (dependency.request_param_name, dependency.http_connection_param_name)
+            if name is not None
+        ),
+        security_scopes_param=dependency.security_scopes_param_name,
+        scopes=tuple(internals.GET_OAUTH_SCOPES.get()(dependant=dependency)),
+        cache_key=internals.GET_CACHE_KEY.get()(dependant=dependency),
+        use_cache=dependency.use_cache,
+        dependencies=tuple(planned for planned in own if planned is not None),
     )
 
 
-def _calls_in(dependencies: list[Dependant]) -> set[Any]:
-    calls: set[Any] = set()
-    for dependency in dependencies:
-        calls.add(dependency.call)
-        calls |= _calls_in(dependency.dependencies)
-    return calls
-
-
-def _split_dependencies(dependencies: list[Dependant]) -> tuple[list[Dependant], list[Dependant]]:
-    """(what solve_dependencies solves, the plain dependencies called directly after it).
-
-    Only a tail of plain dependencies is split off, so that every dependency still runs in
-    declaration order, and only when no solved dependency depends on one of them (FastAPI would
-    call it once for both). On anything else, solve_dependencies solves them all.
-    """
+def _plan_all(dependencies: list[Dependant]) -> tuple[PlannedDependency, ...] | None:
+    """Every dependency of a route planned, or None: then solve_dependencies solves them all."""
     if internals.dependency_plan_problem() is not None:
-        return dependencies, []
-    split = len(dependencies)
-    while split > 0 and _is_plain(dependencies[split - 1]):
-        split -= 1
-    solved, plain = dependencies[:split], dependencies[split:]
-    if {dependency.call for dependency in plain} & _calls_in(solved):
-        return dependencies, []
-    return solved, plain
+        return None
+    planned = [_plan(dependency) for dependency in dependencies]
+    if None in planned:
+        return None
+    return tuple(dependency for dependency in planned if dependency is not None)
+
+
+def _calls_of(planned: tuple[PlannedDependency, ...]) -> frozenset[Any]:
+    return frozenset(
+        call
+        for dependency in planned
+        for call in (dependency.call, *_calls_of(dependency.dependencies))
+    )
+
+
+async def _solve_planned(
+    planned: tuple[PlannedDependency, ...], request: Request, cache: dict[Any, Any]
+) -> dict[str, Any]:
+    """What solve_dependencies gives for these dependencies, in its order: a dependency's own
+    dependencies first, then its cached value or its call; every value cached under its key."""
+    values: dict[str, Any] = {}
+    for dependency in planned:
+        arguments = (
+            await _solve_planned(dependency.dependencies, request, cache)
+            if dependency.dependencies
+            else {}
+        )
+        for name in dependency.request_params:
+            arguments[name] = request
+        if dependency.security_scopes_param is not None:
+            arguments[dependency.security_scopes_param] = SecurityScopes(list(dependency.scopes))
+        key = dependency.cache_key
+        if dependency.use_cache and key in cache:
+            solved = cache[key]
+        else:
+            solved = await dependency.call(**arguments)
+        if dependency.name is not None:
+            values[dependency.name] = solved
+        cache.setdefault(key, solved)
+    return values
 
 
 def _fast_handler(route: Any, standard: Handler) -> tuple[Handler, bool, bool]:
-    """The handler; whether every parameter reader is planned; whether the plain dependencies
-    are called directly."""
+    """The handler; whether every parameter reader is planned; whether the dependencies are
+    called directly."""
     dependant: Dependant = route.dependant
     call = dependant.call
     assert call is not None
@@ -231,14 +285,12 @@ def _fast_handler(route: Any, standard: Handler) -> tuple[Handler, bool, bool]:
         body_params=[],
     )
     all_dependencies = only_dependencies if dependant.dependencies else None
-    # solve_dependencies costs ~30 us for one dependency that only reads the lifespan state
-    # (DatabaseDep): a tail of such plain ones is called directly, unless one is overridden.
-    solved, plain = _split_dependencies(dependant.dependencies)
-    head = dataclasses.replace(only_dependencies, dependencies=solved) if solved else None
-    plain_calls: list[tuple[str, Callable[..., Any], str | None]] = [
-        (dependency.name, dependency.call, dependency.request_param_name)  # type: ignore[misc]
-        for dependency in plain  # _is_plain: a name and a call
-    ]
+    # solve_dependencies works out each dependency's cache key and how to call it on every
+    # request (~30 us for DatabaseDep alone; an API key guard and its two dependencies cost more
+    # than the rest of a by-id request): planned once here, they are called directly, unless
+    # one of them is overridden.
+    planned = _plan_all(dependant.dependencies) if dependant.dependencies else None
+    planned_calls = _calls_of(planned) if planned else frozenset()
 
     async def handler(request: Request) -> Response:
         exit_stack = request.scope.get(internals.INNER_EXIT_STACK_KEY)
@@ -254,16 +306,16 @@ def _fast_handler(route: Any, standard: Handler) -> tuple[Handler, bool, bool]:
         values: dict[str, Any] = {}
         errors: list[Any] = []
         background = None
-        direct = bool(plain_calls) and not (
+        if planned and not (
             overrides is not None
             and overrides.dependency_overrides
-            and any(call in overrides.dependency_overrides for _, call, _ in plain_calls)
-        )
-        solving = head if direct else all_dependencies
-        if solving is not None:
+            and not planned_calls.isdisjoint(overrides.dependency_overrides)
+        ):
+            values.update(await _solve_planned(planned, request, {}))
+        elif all_dependencies is not None:
             solved = await solve_dependencies(
                 request=request,
-                dependant=solving,
+                dependant=all_dependencies,
                 body=body,
                 dependency_overrides_provider=overrides,
                 async_exit_stack=exit_stack,
@@ -272,13 +324,6 @@ def _fast_handler(route: Any, standard: Handler) -> tuple[Handler, bool, bool]:
             values.update(solved.values)
             errors.extend(solved.errors)
             background = solved.background_tasks
-        if direct:
-            called: dict[Any, Any] = {}  # as FastAPI's cache: each call once per request
-            for name, plain_call, request_param in plain_calls:
-                if plain_call not in called:
-                    arguments = {request_param: request} if request_param else {}
-                    called[plain_call] = await plain_call(**arguments)
-                values[name] = called[plain_call]
         for reader, source in readers:
             found, failed = reader.read(getattr(request, source))
             values.update(found)
@@ -302,7 +347,7 @@ def _fast_handler(route: Any, standard: Handler) -> tuple[Handler, bool, bool]:
             response.background = background
         return response
 
-    return handler, all(reader.planned for reader, _ in readers), bool(plain_calls)
+    return handler, all(reader.planned for reader, _ in readers), bool(planned)
 
 
 class FastRoute(APIRoute):
