@@ -402,3 +402,14 @@ def test_a_chart_without_jobs_has_no_worker_objects_values_or_alerts(chart: Path
     assert not (chart / "templates" / "worker-deployment.yaml").exists()
     with pytest.raises(helm_python.HelmError, match="worker"):
         render(chart, {"worker": {"enabled": True}})
+
+
+def test_a_changed_webhook_secret_rolls_the_service_and_worker_pods(jobs_project: Path) -> None:
+    """The pod templates carry a checksum of the live webhook Secret (Helm's lookup), as they do
+    of the database's: a new key reaches the pods by the next `helm upgrade`."""
+    chart = chart_of(jobs_project)
+    for deployment in (_worker(render(chart, WEBHOOK)), _service(render(chart, WEBHOOK))):
+        annotations = deployment["spec"]["template"]["metadata"]["annotations"]
+        assert "checksum/webhook" in annotations, deployment["metadata"]["name"]
+    for deployment in (_worker(render(chart, {})), _service(render(chart, {}))):
+        assert "checksum/webhook" not in deployment["spec"]["template"]["metadata"]["annotations"]

@@ -66,6 +66,15 @@ nothing).
 {{- include "app.checksumOfSecret" (dict "root" . "created" (and (not $keys.existingSecret) $keys.hashes) "template" "secret-api-keys.yaml" "name" (include "app.apiKeySecret" .) "key" $keys.existingSecretKey) }}
 {{- end }}
 
+{{/* checksum/webhook (jobs=postgres bakes): the same for the Secret of WEBHOOK_SECRET, which
+only the user creates; empty without one. */}}
+{{- define "app.webhookChecksum" -}}
+{{- $webhook := (.Values.worker | default dict).webhook | default dict }}
+{{- if $webhook.existingSecret }}
+{{- include "app.checksumOfSecret" (dict "root" . "created" false "template" "" "name" $webhook.existingSecret "key" $webhook.existingSecretKey) }}
+{{- end }}
+{{- end }}
+
 {{/* The hash of `template` when the chart writes that Secret (`created`), else of key `key` of the
 live Secret `name`. */}}
 {{- define "app.checksumOfSecret" -}}
