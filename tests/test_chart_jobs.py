@@ -6,6 +6,7 @@ and on no worker up, and its connections in the chart's connection arithmetic. A
 has none of it."""
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -383,6 +384,35 @@ def test_an_alert_fires_when_no_worker_pod_of_the_worker_scrape_job_is_up(
     assert rule["for"] == "5m"
     assert rule["labels"]["severity"] == "critical"
     assert "worker" in rule["annotations"]["runbook"]
+
+
+def _restart_alert_watches(objects: list[dict[str, Any]]) -> set[str]:
+    """The Deployments whose pods' container PodRestarting matches: its pod and container
+    matchers (PromQL regular expressions, anchored) against each Deployment's pods, named after
+    it with a suffix, and its container."""
+    (group,) = find(objects, "PrometheusRule")["spec"]["groups"]
+    (rule,) = [rule for rule in group["rules"] if rule["alert"] == "PodRestarting"]
+    (selector,) = _selectors(promql_parser.parse(rule["expr"]))
+    matchers = {matcher.name: matcher.value for matcher in selector.matchers.matchers}
+    return {
+        item["metadata"]["name"]
+        for item in objects
+        if item["kind"] == "Deployment"
+        and re.fullmatch(matchers["pod"], f"{item['metadata']['name']}-5d9c7f8b6-x2k4q")
+        and re.fullmatch(matchers["container"], _container(item)["name"])
+    }
+
+
+def test_the_restart_alert_watches_the_worker_pods_as_it_does_the_services(
+    jobs_project: Path, chart: Path
+) -> None:
+    objects = render(chart_of(jobs_project), merge(EVERYTHING_ON, WEBHOOK))
+    assert _restart_alert_watches(objects) == {
+        _service(objects)["metadata"]["name"],
+        _worker(objects)["metadata"]["name"],
+    }
+    without_jobs = render(chart, EVERYTHING_ON)
+    assert _restart_alert_watches(without_jobs) == {_service(without_jobs)["metadata"]["name"]}
 
 
 def test_a_chart_without_jobs_has_no_worker_objects_values_or_alerts(chart: Path) -> None:
