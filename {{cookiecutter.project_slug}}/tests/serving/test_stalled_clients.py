@@ -6,6 +6,7 @@ not a 500."""
 
 import asyncio
 import json
+import re
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -181,8 +182,16 @@ async def test_an_endless_header_line_on_the_metrics_port_gets_431(
 
 
 async def _raw_answer(port: int, request: bytes) -> bytes:
+    """The whole answer: its head, then as many bytes as its Content-Length says.
+
+    The server may write the head and the body in two segments, so one read could
+    return the head alone.
+    """
     async with _connections(port, 1, request) as [(reader, _)]:
-        return await asyncio.wait_for(reader.read(65536), 5)
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
+        declared = re.search(rb"(?im)^content-length:\s*(\d+)", head)
+        length = int(declared.group(1)) if declared else 0
+        return head + await asyncio.wait_for(reader.readexactly(length), 5)
 
 
 HOSTS = {
