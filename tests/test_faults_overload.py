@@ -100,7 +100,7 @@ def test_overload_at_5x_the_in_flight_limit_is_shed_with_fast_503s(
     assert set(statuses) <= {200, 503}, statuses
     assert admitted, "nothing was admitted"
     assert shed, "nothing was shed: the load did not exceed the limit"
-    # Held to what this host showed, not to fixed figures (issue #38). A refusal waits for nothing
+    # Held to what this host showed, not to fixed figures. A refusal waits for nothing
     # but the loop's turn to read it, so it is answered sooner than an admitted request. An admitted
     # one then waits for at most `limit` requests in flight: limit / throughput on average (Little's
     # law), where a queue holding the whole load would make it 5x that. And no worse at the end of

@@ -1,6 +1,7 @@
 """The jobs option: `jobs=postgres` bakes the queue, the worker and their tests, which pass on a
 real PostgreSQL with real worker processes; `jobs=none` bakes none of it."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -78,6 +79,43 @@ def test_make_bench_jobs_prints_the_route_cost_with_and_without_its_job_and_jobs
     assert "200 requests over 8 connections" in result.stdout
     guide = (jobs_project / "docs" / "jobs.md").read_text()
     assert "make bench-jobs" in guide
+
+
+@pytest.mark.serial
+def test_make_bench_jobs_in_pod_measures_the_creates_with_the_worker_beside_the_server_and_apart(
+    jobs_project: Path,
+) -> None:
+    """docs/jobs.md's in-pod measurement, on a small run: at the rate, the creates with no worker
+    and with one pinned to the server's core, delivering while it runs."""
+    if not (jobs_project / ".venv").is_dir():
+        assert run(jobs_project, "make", "install", PYTHONPATH="").returncode == 0
+    result = run(
+        jobs_project,
+        "make",
+        "bench-jobs-in-pod",
+        "FRACTIONS=0.2",
+        "ROUNDS=1",
+        "SECONDS=2",
+        PYTHONPATH="",
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    document = json.loads((jobs_project / "loadtest" / "results" / "jobs-in-pod.json").read_text())
+    trials = {trial["place"]: trial for trial in document["trials"]}
+    assert set(trials) == {"none", "API's core"}
+    assert trials["none"]["worker_cores"] is None
+    assert trials["none"]["delivered_per_s"] == 0
+    assert trials["API's core"]["worker_cores"] == [0]
+    assert trials["API's core"]["worker_cpu"] > 0
+    assert trials["API's core"]["delivered_per_s"] > 0
+    for trial in trials.values():
+        assert trial["rps"] > 0
+        assert trial["errors"] == 0
+        assert trial["client_cpu"] > 0
+        assert trial["p99_ms"] >= trial["p50_ms"] > 0
+    (ratio,) = [line for line in result.stdout.splitlines() if "on the API's core is" in line]
+    assert float(ratio.split(" is ")[1].split("x")[0]) > 0
+    assert "make bench-jobs-in-pod" in (jobs_project / "docs" / "jobs.md").read_text()
 
 
 def test_a_new_resource_of_a_jobs_bake_enqueues_its_created_event(jobs_project: Path) -> None:

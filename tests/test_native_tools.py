@@ -1,4 +1,4 @@
-"""The suite on a machine without its native tools (issue #38): a test that drives one declares it
+"""The suite on a machine without its native tools: a test that drives one declares it
 (`@pytest.mark.needs`, tests/needs.py) and skips without it, naming the tool and its install
 command; the run ends with one line of what was skipped for want of which tool; a test that runs a
 tool it did not declare fails. PATH without a tool is how a machine without it is made here."""

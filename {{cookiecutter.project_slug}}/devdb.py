@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         url = server.start()
     except RuntimeError as error:
-        # One line, no traceback (#42): most often another server in the same folder, e.g. the
+        # One line, no traceback: most often another server in the same folder, e.g. the
         # `make dev` of this project while `make loadtest` runs beside it with its own folder.
         running = (args.dir / "postmaster.pid").exists()
         why = (

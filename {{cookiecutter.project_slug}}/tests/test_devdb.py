@@ -103,7 +103,7 @@ def test_the_load_tests_server_starts_beside_a_running_dev_server_and_a_clash_is
         beside = _devdb(data_dir.parent / "loadtest", sys.executable, "-c", "print('served')")
         assert beside.returncode == 0, beside.stderr
         assert beside.stdout.strip() == "served"
-        clash = _devdb(data_dir, "true")  # the same folder: what `make loadtest` did before (#42)
+        clash = _devdb(data_dir, "true")  # the same folder: what `make loadtest` did before
     finally:
         dev.stop()
     assert clash.returncode == 1

@@ -1,4 +1,4 @@
-"""PostgreSQL measured like the host and the service (#43): per step, from the database itself.
+"""PostgreSQL measured like the host and the service: per step, from the database itself.
 
 Over a step a thread samples `pg_stat_activity` every `SAMPLE_S` (what the service's active
 backends wait on: `LWLock:WALWrite`, `IO:WalSync`, `Lock:relation`, ...; `CPU` when they wait on

@@ -1,5 +1,5 @@
 """The host's speed on the server's core: the time of a fixed CPU loop, run there just after each
-step (#36). Steal time is one way a host slows; a busy hyperthread sibling, a lower clock or a
+step. Steal time is one way a host slows; a busy hyperthread sibling, a lower clock or a
 noisy neighbour's cache are others, and none of them shows in the service's own CPU figure.
 `speed` = the fastest loop of the run so far / this loop: 1.0 at full speed, 0.7 when the same
 work took 1.4 times as long."""

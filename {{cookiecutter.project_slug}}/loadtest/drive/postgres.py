@@ -1,4 +1,4 @@
-"""The database a run writes to, stated once beside its verdict (#43): the settings that shape a
+"""The database a run writes to, stated once beside its verdict: the settings that shape a
 write's tail, read from the database in use (the load test's own server, or the user's behind
 DATABASE_URL), the disk it writes to, and that disk's own fsync time by `pg_test_fsync` (it ships
 with the server's binaries) when the data directory is on this machine."""

@@ -50,7 +50,7 @@ def _git(*args: str) -> str:
 
 def base_commit(rev: str) -> tuple[str | None, str]:
     """(the commit `rev` names, "") or (None, one line saying what is missing): the gate needs
-    a git repository holding BASE (#42: a fresh bake is none until `git init`)."""
+    a git repository holding BASE (a fresh bake is none until `git init`)."""
     try:
         _git("rev-parse", "--git-dir")
     except (OSError, subprocess.CalledProcessError):

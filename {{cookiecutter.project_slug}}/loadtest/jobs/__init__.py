@@ -11,4 +11,7 @@ Two measurements on the machine it runs on, printed side by side:
 2. Jobs per second on one core: the worker alone on core 0 drains the backlog the creates with
    their job left, delivering every event to a local HTTP receiver; jobs per second of wall time
    from its first delivery to the last, and the worker's CPU per job.
+
+`make bench-jobs-in-pod` (loadtest/jobs/in_pod.py) asks the next question: what a worker costs
+the API's p99 when it shares the API's one core, against no worker there.
 """

@@ -7,28 +7,20 @@ emptied first.
 
 import argparse
 import asyncio
-import contextlib
 import os
 import random
-import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-import asyncpg
 import psutil
-from devdb import free_port
 
-from .. import project
 from ..drive.http import build_op, exchange
 from ..drive.service import SERVER_CORE, can_pin, keep_client_off_server_core, started
 from ..plan import OPERATIONS
+from .processes import SECRET, cpu_seconds, queued, worker_process
 from .receiver import Receiver, receiving
-
-# The key of the deliveries' signature: a bench's, checked by no one.
-SECRET = "bench-jobs"  # noqa: S105
 
 
 @dataclass(frozen=True)
@@ -37,11 +29,6 @@ class RouteCost:
     server_cpu_us: float  # per request
     wall_us: float  # per request, at the run's concurrency
     client_cpu_us: float  # per request
-
-
-def _cpu_seconds(process: psutil.Process) -> float:
-    times = process.cpu_times()
-    return float(times.user + times.system)
 
 
 async def _drive(url: str, request: bytes, count: int, concurrency: int) -> None:
@@ -62,9 +49,7 @@ async def _drive(url: str, request: bytes, count: int, concurrency: int) -> None
     await asyncio.gather(*(connection() for _ in range(concurrency)))
 
 
-def _route_cost(
-    database_url: str, webhook_url: str, requests: int, concurrency: int
-) -> RouteCost:
+def _route_cost(database_url: str, webhook_url: str, requests: int, concurrency: int) -> RouteCost:
     (create,) = [op for name, op in OPERATIONS.items() if name.endswith(".create")][:1]
     request, _ = build_op(create, {})(random.Random(requests))
     settings = {"WEBHOOK_URL": webhook_url, "WEBHOOK_SECRET": SECRET}
@@ -72,11 +57,11 @@ def _route_cost(
         assert target.pid is not None
         server, client = psutil.Process(target.pid), psutil.Process()
         asyncio.run(_drive(target.url, request, min(requests // 10, 200), concurrency))  # warm-up
-        server_before, client_before = _cpu_seconds(server), _cpu_seconds(client)
+        server_before, client_before = cpu_seconds(server), cpu_seconds(client)
         began = time.perf_counter()
         asyncio.run(_drive(target.url, request, requests, concurrency))
         wall = time.perf_counter() - began
-        server_cpu, client_cpu = _cpu_seconds(server), _cpu_seconds(client)
+        server_cpu, client_cpu = cpu_seconds(server), cpu_seconds(client)
     return RouteCost(
         requests,
         (server_cpu - server_before) / requests * 1e6,
@@ -85,60 +70,21 @@ def _route_cost(
     )
 
 
-@contextlib.contextmanager
-def _worker(database_url: str, webhook_url: str) -> Iterator[psutil.Process]:
-    """`python -m <package> worker`, alone on core 0 when it can be pinned."""
-    command = [sys.executable, "-m", project.PACKAGE, "worker"]
-    if can_pin():
-        command = ["taskset", "-c", str(SERVER_CORE), *command]  # taskset execs: same pid
-    env = {
-        **os.environ,
-        "DATABASE_URL": database_url,
-        "WEBHOOK_URL": webhook_url,
-        "WEBHOOK_SECRET": SECRET,
-        "LOG_LEVEL": "warning",
-        "HOST": "127.0.0.1",
-        "METRICS_PORT": str(free_port()),
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(project.ROOT / "src"), os.environ.get("PYTHONPATH")])),
-    }
-    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL)
-    try:
-        yield psutil.Process(process.pid)
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
 def _drain(database_url: str, receiver: Receiver, jobs: int) -> tuple[float, float]:
     """Jobs per second (first delivery to last) and the worker's CPU per job (µs)."""
     receiver.reset()
-    with _worker(database_url, receiver.url) as worker:
+    with worker_process(database_url, receiver.url, SERVER_CORE) as worker:
         if not receiver.wait_for(1, 120):
             raise RuntimeError("the worker delivered nothing in 120 s")
-        cpu_before, delivered_before = _cpu_seconds(worker), len(receiver.event_ids)
+        cpu_before, delivered_before = cpu_seconds(worker), len(receiver.event_ids)
         if not receiver.wait_for(jobs, 600):
             raise RuntimeError(f"the worker delivered {len(receiver.event_ids)} of {jobs} jobs")
-        cpu = _cpu_seconds(worker) - cpu_before
+        cpu = cpu_seconds(worker) - cpu_before
     assert receiver.first_at is not None
     assert receiver.last_at is not None
     measured = jobs - delivered_before
     per_second = (jobs - 1) / (receiver.last_at - receiver.first_at)
     return per_second, cpu / max(measured, 1) * 1e6
-
-
-async def _queued(database_url: str, *, clear: bool = False) -> int:
-    connection = await asyncpg.connect(database_url)
-    try:
-        if clear:
-            await connection.execute("DELETE FROM pgqueuer")
-        count: int = await connection.fetchval("SELECT count(*) FROM pgqueuer WHERE status = 'queued'")
-        return count
-    finally:
-        await connection.close()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -151,28 +97,34 @@ def main(argv: list[str] | None = None) -> int:
     if pinned:
         keep_client_off_server_core()
     load_before = os.getloadavg()
-    asyncio.run(_queued(database_url, clear=True))
+    asyncio.run(queued(database_url, clear=True))
     with receiving() as receiver:
         without = _route_cost(database_url, "", args.requests, args.concurrency)
         with_job = _route_cost(database_url, receiver.url, args.requests, args.concurrency)
-        jobs = asyncio.run(_queued(database_url))
+        jobs = asyncio.run(queued(database_url))
         per_second, worker_cpu_us = _drain(database_url, receiver, jobs)
     load_after = os.getloadavg()
     where = f"core {SERVER_CORE}" if pinned else "unpinned (fewer than 2 cores or no taskset)"
     print(f"bench-jobs: {os.cpu_count()} cores; server and worker on {where}, client elsewhere")
     print(f"load average before {load_before[0]:.2f}, after {load_after[0]:.2f} (1 min)")
     print()
-    print(f"POST create, {args.requests} requests over {args.concurrency} connections, per request:")
+    print(
+        f"POST create, {args.requests} requests over {args.concurrency} connections, per request:"
+    )
     print(f"  {'':<16}{'server CPU µs':>15}{'wall µs':>10}{'client CPU µs':>15}")
     for name, cost in (("without its job", without), ("with its job", with_job)):
         print(
             f"  {name:<16}{cost.server_cpu_us:>15.0f}{cost.wall_us:>10.0f}{cost.client_cpu_us:>15.0f}"
         )
     extra = with_job.server_cpu_us - without.server_cpu_us
-    print(f"  the job adds {extra:.0f} µs of server CPU per create ({extra / without.server_cpu_us:+.0%})")
+    print(
+        f"  the job adds {extra:.0f} µs of server CPU per create ({extra / without.server_cpu_us:+.0%})"
+    )
     print()
     print(f"worker, one core: {jobs} jobs enqueued by those creates, delivered to a local receiver")
-    print(f"  {per_second:,.0f} jobs/s (first delivery to last), {worker_cpu_us:.0f} µs of worker CPU per job")
+    print(
+        f"  {per_second:,.0f} jobs/s (first delivery to last), {worker_cpu_us:.0f} µs of worker CPU per job"
+    )
     return 0
 
 

@@ -1,4 +1,4 @@
-"""What each write scenario's tail owes to its database, from the run's own figures (#43): at the
+"""What each write scenario's tail owes to its database, from the run's own figures: at the
 serving rate, what the service's backends waited on, the WAL's sync time, checkpoints and
 autovacuum; beside the disk's fsync time. docs/sizing.md explains the table; the figures are
 only ever this run's."""

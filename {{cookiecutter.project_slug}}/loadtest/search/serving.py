@@ -4,7 +4,7 @@ The SLO capacity is measured at the edge of the budget; the Helm values serve `s
 of it. A capacity counts only when every run at its serving rate holds the budget (p99 and
 errors), every time: otherwise the capacity claimed steps down by `growth` and the serving rate
 is run again, at most `MAX_STEPS_DOWN` times, the last to the budget's own rate, so the Helm
-values come from a rate whose serving runs held, or from none (#43). Each attempt is kept, to be
+values come from a rate whose serving runs held, or from none. Each attempt is kept, to be
 shown in the report.
 """
 

@@ -8,7 +8,7 @@ miss (one stall of a shared machine would otherwise cap the search below the rat
 nothing after it tries higher). From a starting rate the search steps up by `growth` while rates
 pass (down while they fail) until one rate passes and the next fails, then bisects between the
 two until they are within `precision` of each other. The last passing rate is then run `repeats`
-more times: it is the SLO capacity when every repeat passes too (#36: the verdict names the highest
+more times: it is the SLO capacity when every repeat passes too (the verdict names the highest
 rate whose repeats all held). Otherwise its repeats join the trials and the search steps down and
 repeats again, by `precision` first and twice as far each time after (a host that slowed for a
 minute is outrun, not chased), at most `MAX_CONFIRMATIONS` times, the last at the budget's own
@@ -115,7 +115,7 @@ def search(
         step_down = min(2 * step_down, 0.5)
         if left == 1 and budget_rps < low:
             # The last confirmation is at the budget's own rate: "none" then means even that
-            # rate failed its repeats (#36), never only that the steps ran out above it.
+            # rate failed its repeats, never only that the steps ran out above it.
             low = max(budget_rps, plan.floor_rps)
         if low < plan.floor_rps:
             break

@@ -141,7 +141,7 @@ def _number_rows(name: str) -> dict[str, Hostile]:
         # Integral numbers written with a fraction are integers (JSON Schema says so) only while
         # exact.
         "number-float-beyond-2-53": written("1e17"),
-        # 2^53 + 1 parses as 2^53, so a float of 2^53 may stand for either (#40).
+        # 2^53 + 1 parses as 2^53, so a float of 2^53 may stand for either.
         "number-float-2-53": written("9007199254740992.0"),
         "number-float-2-53-plus-1": written("9007199254740993.0"),
         "number-float-minus-2-53": written("-9007199254740992.0"),

@@ -32,7 +32,7 @@ HOSTILE = {
     "collection-trailing-slash-evil-host": Hostile(
         "GET", BASE + "/", 404, headers={"host": "evil.example"}, detail_says="Not Found"
     ),
-    # An encoded slash is not another spelling of a row's URL (#40): a proxy rule on /items/*
+    # An encoded slash is not another spelling of a row's URL: a proxy rule on /items/*
     # would not see it.
     "encoded-slash": Hostile("GET", BASE + "%2F{id}", 404, headers={}, detail_says="Not Found"),
     "delete-encoded-slash-lower-case": Hostile(

@@ -58,7 +58,7 @@ class Served:
 
 @pytest.fixture
 def guarded(monkeypatch: pytest.MonkeyPatch) -> APIRouter:
-    """The resource's router carries a guard, added the ordinary FastAPI way (#33)."""
+    """The resource's router carries a guard, added the ordinary FastAPI way."""
     router = guarded_router()
     monkeypatch.setattr(serving_app, "ROUTERS", serve_guarded(router))
     return router

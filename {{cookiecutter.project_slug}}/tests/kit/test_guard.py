@@ -1,5 +1,5 @@
 """A guard added the ordinary FastAPI way, `resource_router(PREFIX, ...,
-dependencies=[Depends(guard)])`, refuses every route of the resource on the fast handler (#33)."""
+dependencies=[Depends(guard)])`, refuses every route of the resource on the fast handler."""
 
 from typing import Any
 

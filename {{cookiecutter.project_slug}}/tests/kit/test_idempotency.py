@@ -113,7 +113,7 @@ async def test_a_malformed_or_over_long_key_is_400_naming_the_header(
 
 
 async def test_whitespace_around_a_key_is_not_part_of_it(client: httpx.AsyncClient) -> None:
-    # RFC 9110 §5.5 (#40: a trailing space was a 400): "k  " and "k" are one key.
+    # RFC 9110 §5.5 (a trailing space was a 400): "k  " and "k" are one key.
     key, body = fresh_key(), new_body()
     first = await client.post(BASE, json=body, headers={HEADER: key + "   "})
     retry = await client.post(BASE, json=body, headers={HEADER: "\t" + key})

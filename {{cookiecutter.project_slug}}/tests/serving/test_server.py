@@ -69,7 +69,7 @@ BAD_SETTINGS = {
         "FORWARDED_ALLOW_IPS",
     ),
     "metrics-on-the-traffic-port": ({**DB, "PORT": "8000", "METRICS_PORT": "8000"}, "METRICS_PORT"),
-    # Every client would choose the address its rate limit and logs see (#40).
+    # Every client would choose the address its rate limit and logs see.
     "every-peer-a-trusted-proxy-in-prod": (
         {**DB, "APP_ENV": "prod", "FORWARDED_ALLOW_IPS": "10.0.0.0/8, *"},
         "FORWARDED_ALLOW_IPS",

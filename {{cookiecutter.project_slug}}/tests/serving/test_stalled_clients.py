@@ -1,4 +1,4 @@
-"""Clients that stall or misbehave on the wire, against the served process over TCP (#40): a
+"""Clients that stall or misbehave on the wire, against the served process over TCP: a
 request whose body never comes holds no MAX_IN_FLIGHT slot and gets 408 at TIMEOUT_REQUEST_BODY;
 the /metrics listener has the traffic port's limits; what the parser or the server refuses is
 problem+json; a body over the limit is refused before any 100 Continue; a dropped upload is a 499,

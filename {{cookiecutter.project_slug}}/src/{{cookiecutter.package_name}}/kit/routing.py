@@ -424,7 +424,7 @@ def resource_router(
     """The router of one resource: every route it declares runs as a FastRoute.
 
     Takes APIRouter's keyword arguments (`dependencies=[Depends(guard)]`, `responses`,
-    `deprecated`, ...), so a guard is added as with any FastAPI router (issue #33).
+    `deprecated`, ...), so a guard is added as with any FastAPI router.
     """
     if "route_class" in options:
         raise TypeError("resource_router() routes are FastRoutes: route_class cannot be changed")

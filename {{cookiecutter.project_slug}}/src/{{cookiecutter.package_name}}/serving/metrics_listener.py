@@ -61,7 +61,7 @@ async def metrics_listener(
     `protocol` is the traffic port's (protocol.py `guarded_protocol`): the same head and body
     deadlines and head size limit. Without them a few silent connections held every one of the
     listener's slots, and one endless header line grew the process by hundreds of MB while the
-    shared event loop parsed it, slowing the traffic port too (#40)."""
+    shared event loop parsed it, slowing the traffic port too."""
     if port == 0:
         yield None
         return

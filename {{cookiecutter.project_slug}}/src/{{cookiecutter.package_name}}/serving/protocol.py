@@ -2,7 +2,7 @@
 
 uvicorn closes idle keep-alive connections, but nothing closes a connection that never finishes a
 request head or its body, and httptools accepts a head of any size: a few hundred silent sockets,
-a few dozen bodies that never come (#40), or one 8 MB header would hold a pod.
+a few dozen bodies that never come, or one 8 MB header would hold a pod.
 `GuardedHttpToolsProtocol` adds those limits on uvicorn's own protocol class, in the parser
 callbacks it already has, so a request pays nothing it did not pay before unless its head or its
 body arrives in pieces. It also answers what the parser refuses, and an HTTP/1.1 request without

@@ -1,4 +1,4 @@
-"""PostgreSQL measured over a step (#43): a write scenario against the real service while the
+"""PostgreSQL measured over a step: a write scenario against the real service while the
 database is made to stall mid-step, and the step's report names what the backends waited on."""
 
 import asyncio

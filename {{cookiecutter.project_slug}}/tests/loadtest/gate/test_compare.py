@@ -1,4 +1,4 @@
-"""The gate's first check: BASE must be a commit of this project's git repository (#42)."""
+"""The gate's first check: BASE must be a commit of this project's git repository."""
 
 import subprocess
 from pathlib import Path

@@ -1,4 +1,4 @@
-"""The verdict at the serving rate (#43): a capacity is claimed only when every run at its
+"""The verdict at the serving rate: a capacity is claimed only when every run at its
 serving rate held the budget; otherwise it steps down, bounded, to one whose runs held."""
 
 from collections.abc import Callable

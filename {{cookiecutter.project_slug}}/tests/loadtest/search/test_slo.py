@@ -66,7 +66,7 @@ def test_one_unlucky_repeat_out_of_three_steps_the_claim_down_and_stays_in_the_r
         return _step(rate, 90.0 if unlucky and rate == 1000 else 5.0)
 
     found = search(noisy, 1000.0, LIMITS, Plan(precision=0.05))
-    # The verdict names the highest rate whose repeats ALL held: 1,000 RPS did not (#36).
+    # The verdict names the highest rate whose repeats ALL held: 1,000 RPS did not.
     assert found.slo_rps == 950.0
     assert found.confirmed_at == [1000.0, 950.0]
     assert all(passes(step, LIMITS) for step in found.repeats)
@@ -129,7 +129,7 @@ def test_repeats_that_keep_failing_step_down_to_the_budgets_rate_before_the_verd
 ):
     def stalls_on_repeat(rate: float) -> Step:
         # A rate's first trial passes up to 2,000 RPS, but asked again only 500 RPS holds: a
-        # disk whose fsync stalls now and then, as on a shared machine (#36).
+        # disk whose fsync stalls now and then, as on a shared machine.
         return _step(rate, 5.0 if rate <= 500 else 400.0)
 
     seen: list[float] = []

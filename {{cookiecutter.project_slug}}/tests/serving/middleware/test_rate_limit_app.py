@@ -115,7 +115,7 @@ async def test_the_probes_answer_a_client_past_its_rate(limited: httpx.AsyncClie
 async def test_addresses_of_one_ipv6_64_share_one_bucket_and_another_64_has_its_own(
     anonymous: httpx.AsyncClient,
 ) -> None:
-    # A new source address per request, all in 2001:db8:1:2::/64 (#33).
+    # A new source address per request, all in 2001:db8:1:2::/64.
     one_site = [f"2001:db8:1:2:{n:x}::{n:x}" for n in range(1, 2 * BURST + 1)]
     assert await _statuses(anonymous, *one_site) == [ANSWERED] * BURST + [429] * BURST
     assert await _statuses(anonymous, "2001:db8:1:3::1") == [ANSWERED]
@@ -142,7 +142,7 @@ async def test_a_client_cannot_pick_its_bucket_by_writing_x_forwarded_for_itself
 async def test_one_credential_spelled_many_ways_is_one_client(
     anonymous: httpx.AsyncClient, auth_headers: dict[str, str]
 ) -> None:
-    # The review's case (#40): the same credential with its scheme in other cases, or more
+    # The case: the same credential with its scheme in other cases, or more
     # whitespace, got a bucket per spelling.
     ((name, value),) = auth_headers.items()
 {%- if cookiecutter.auth == "jwt" %}

@@ -62,7 +62,7 @@ def middleware_stack(
     still carries the CORS headers a browser needs. An encoded slash in the path (path.py) is
     refused right after the edge, before anything reads the path. The body limit refuses a body
     too large before it is waited for; admission then waits for the body (a request whose body has not come does
-    no work and holds no slot, #40) and refuses a request past MAX_IN_FLIGHT before the app does
+    no work and holds no slot) and refuses a request past MAX_IN_FLIGHT before the app does
     any work for it; HEAD-as-GET sits right before routing. The layers before admission are
     header checks of a few microseconds, without I/O."""
     trusted = TrustedPeers(settings.forwarded_allow_ips)

@@ -7,7 +7,7 @@ its limit is busy, not dead, and must stay in rotation.
 
 A request with a body takes its slot once the body has arrived, not before: a slot is work the pod
 does, and a client that sends a head and then nothing does none. Taken at the head, 64 clients
-that never send their bodies held every slot, and every other request got 503 (#40). The wait for
+that never send their bodies held every slot, and every other request got 503. The wait for
 the body is bounded by TIMEOUT_REQUEST_BODY (serving/protocol.py answers 408) and its size by
 MAX_BODY_BYTES (body_limit.py, the layer before this one).
 """

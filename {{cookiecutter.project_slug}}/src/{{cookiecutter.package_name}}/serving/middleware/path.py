@@ -1,7 +1,7 @@
 """One URL per resource: a path that spells a slash as %2F names no resource (404).
 
 The server decodes the path before routing, so `/items%2F1` would reach the route of `/items/1`:
-a second spelling of the row, which a proxy rule on `/items/*` does not see (#40). The raw path,
+a second spelling of the row, which a proxy rule on `/items/*` does not see. The raw path,
 as the client sent it, is checked once, and only when it holds a `%`.
 """
 

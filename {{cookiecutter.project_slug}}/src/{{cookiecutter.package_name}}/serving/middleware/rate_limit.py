@@ -5,7 +5,7 @@ reads it, the auth module's `credential`: the API key, or the bearer token witho
 that `bEaReR` or extra spaces do not make one token many clients), else its address
 (middleware/edge/request_id.py `client_address`: the TCP peer, or the client a proxy of
 FORWARDED_ALLOW_IPS names). An IPv6 client is its network of RATE_LIMIT_IPV6_PREFIX bits (a /64
-by default, the usual allocation to one site: its 2^64 addresses are one client, #33), an
+by default, the usual allocation to one site: its 2^64 addresses are one client), an
 IPv4-mapped IPv6 address its IPv4 address. This layer
 runs before authentication and verifies nothing, on purpose: checking a token here would cost a
 second JWT verification. That is safe because a bucket is only ever *given* by a credential, never

@@ -8,7 +8,7 @@ in a module of its own in this package; this one only puts them in order.
 
 A client that goes away before its answer (a dropped upload: Starlette's ClientDisconnect) is not
 an error of the service: it is logged at info level and counted as 499, nginx's status for it, so
-that nobody can raise the 5xx rate and wake the on-call by dropping uploads (#40). Nothing is sent:
+that nobody can raise the 5xx rate and wake the on-call by dropping uploads. Nothing is sent:
 there is nobody to read it.
 
 An unhandled exception is answered here, not by Starlette's outermost ServerErrorMiddleware:
