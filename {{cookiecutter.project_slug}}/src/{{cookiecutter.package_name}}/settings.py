@@ -344,6 +344,14 @@ class Settings(EnvironmentThenSecretFiles):
     jobs_batch_size: int = Field(
         10, ge=1, le=1000, description="Jobs the worker takes per dequeue, run concurrently."
     )
+    # At most httpx's 100 pooled connections: no delivery waits in the pool against its timeout.
+    jobs_max_in_flight: int = Field(
+        50,
+        ge=2,
+        le=100,
+        description="Jobs one worker runs at once, at least twice JOBS_BATCH_SIZE: a backlog waits "
+        "in the queue, not in the worker's memory and its HTTP client's pool.",
+    )
     jobs_listen: bool = Field(
         True,
         description="The worker wakes on the queue's NOTIFY; false leaves it to JOBS_POLL_SECONDS.",
@@ -450,6 +458,9 @@ class Settings(EnvironmentThenSecretFiles):
             raise ValueError(
                 "JOBS_HEARTBEAT_TIMEOUT_SECONDS must exceed WEBHOOK_TIMEOUT_SECONDS, the longest job"
             )
+        if self.jobs_max_in_flight < 2 * self.jobs_batch_size:
+            # pgqueuer refuses a cap below two batches when the worker starts; say so at once.
+            raise ValueError("JOBS_MAX_IN_FLIGHT must be at least twice JOBS_BATCH_SIZE")
 {%- endif %}
         if self.database_url is None and self.app_env != "dev":
             raise ValueError("DATABASE_URL is required unless APP_ENV=dev")

@@ -26,6 +26,8 @@ class Receiver:
     status: int = 200
     hold_seconds: float = 0.0  # answer each delivery this long after it arrives
     deliveries: list[Delivery] = field(default_factory=list)
+    in_flight: int = 0  # deliveries arrived and not yet answered
+    most_in_flight: int = 0
     arrived: threading.Condition = field(default_factory=threading.Condition)
 
     def record(self, event_id: str, body: bytes, signature: str) -> None:
@@ -58,11 +60,16 @@ def receiving(secret: bytes) -> Iterator[Receiver]:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers["Content-Length"]))
+            with receiver.arrived:
+                receiver.in_flight += 1
+                receiver.most_in_flight = max(receiver.most_in_flight, receiver.in_flight)
             receiver.record(
                 self.headers["Idempotency-Key"], body, self.headers.get("X-Signature", "")
             )
             if receiver.hold_seconds:
                 time.sleep(receiver.hold_seconds)
+            with receiver.arrived:
+                receiver.in_flight -= 1
             self.send_response(receiver.status)
             self.send_header("Content-Length", "0")
             self.end_headers()

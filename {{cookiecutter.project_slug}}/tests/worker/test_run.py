@@ -158,6 +158,27 @@ async def test_a_failing_delivery_is_retried_with_growing_pauses_then_held_as_fa
     assert pauses == sorted(pauses)
 
 
+async def test_a_backlog_is_run_at_most_jobs_max_in_flight_at_a_time(
+    queue: asyncpg.Connection, receiver: Receiver, database_url: str, tmp_path: Path
+) -> None:
+    """Without the cap pgqueuer picks a whole backlog at once: the deliveries past the HTTP
+    client's pool wait there past their timeout, and are retried."""
+    receiver.hold_seconds = 0.05
+    count = 200
+    await enqueue_events(queue, _event_ids(count))
+    env = {"JOBS_BATCH_SIZE": "2", "JOBS_MAX_IN_FLIGHT": "4"}
+    most_picked = 0
+    with worker(tmp_path / "worker.log", database_url, receiver.url, **env):
+        for _ in range(3000):
+            most_picked = max(most_picked, (await jobs_by_status(queue)).get("picked", 0))
+            if len(receiver.event_ids()) == count:
+                break
+            await asyncio.sleep(0.01)
+    assert len(receiver.event_ids()) == count
+    assert most_picked <= 4
+    assert 2 <= receiver.most_in_flight <= 4
+
+
 async def test_many_jobs_with_the_worker_killed_at_random_are_each_seen_once(
     queue: asyncpg.Connection, receiver: Receiver, database_url: str, tmp_path: Path
 ) -> None:

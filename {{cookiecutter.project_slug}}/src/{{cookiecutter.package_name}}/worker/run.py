@@ -103,6 +103,10 @@ async def _run_once(
             await pgq.run(
                 dequeue_timeout=timedelta(seconds=settings.jobs_poll_seconds),
                 batch_size=settings.jobs_batch_size,
+                # Without a cap pgqueuer picks the whole backlog at once: every job then waits in
+                # the HTTP client's pool past its timeout, and each pooled request costs a scan
+                # of all the waiting ones.
+                max_concurrent_tasks=settings.jobs_max_in_flight,
                 heartbeat_timeout=timedelta(seconds=settings.jobs_heartbeat_timeout_seconds),
             )
         finally:
