@@ -73,7 +73,7 @@ def _route_cost(database_url: str, webhook_url: str, requests: int, concurrency:
 def _drain(database_url: str, receiver: Receiver, jobs: int) -> tuple[float, float]:
     """Jobs per second (first delivery to last) and the worker's CPU per job (µs)."""
     receiver.reset()
-    with worker_process(database_url, receiver.url, SERVER_CORE) as worker:
+    with worker_process(database_url, receiver.url) as worker:
         if not receiver.wait_for(1, 120):
             raise RuntimeError("the worker delivered nothing in 120 s")
         cpu_before, delivered_before = cpu_seconds(worker), len(receiver.event_ids)

@@ -109,7 +109,7 @@ def _trial(
 
     if place == "none":
         return measured(None)
-    with worker_process(database_url, receiver.url, SERVER_CORE) as worker:
+    with worker_process(database_url, receiver.url) as worker:
         return measured(worker)
 
 

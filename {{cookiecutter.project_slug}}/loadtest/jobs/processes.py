@@ -11,7 +11,7 @@ import psutil
 from devdb import free_port
 
 from .. import project
-from ..drive.service import can_pin
+from ..drive.service import SERVER_CORE, can_pin
 
 # The key of the deliveries' signature: a bench's, checked by no one.
 SECRET = "bench-jobs"  # noqa: S105
@@ -23,12 +23,12 @@ def cpu_seconds(process: psutil.Process) -> float:
 
 
 @contextlib.contextmanager
-def worker_process(database_url: str, webhook_url: str, core: int) -> Iterator[psutil.Process]:
-    """`python -m <package> worker` delivering to `webhook_url`, pinned to `core` when the machine
-    can pin; SIGTERM at the end of the block (it finishes its jobs in flight, then exits)."""
+def worker_process(database_url: str, webhook_url: str) -> Iterator[psutil.Process]:
+    """`python -m <package> worker` delivering to `webhook_url`, pinned to the server's core when
+    the machine can pin; SIGTERM at the end of the block (it finishes its jobs in flight, then exits)."""
     command = [sys.executable, "-m", project.PACKAGE, "worker"]
     if can_pin():
-        command = ["taskset", "-c", str(core), *command]  # taskset execs: same pid
+        command = ["taskset", "-c", str(SERVER_CORE), *command]  # taskset execs: same pid
     env = {
         **os.environ,
         "DATABASE_URL": database_url,
