@@ -10,7 +10,7 @@ import asyncpg
 import pytest
 from structlog.testing import capture_logs
 
-from {{ cookiecutter.package_name }}.asyncpg_internals import quick_release_holder
+from {{ cookiecutter.package_name }}.asyncpg_internals import queued_connections, quick_release_holder
 from {{ cookiecutter.package_name }}.db import Database
 
 
@@ -129,3 +129,33 @@ async def test_a_release_without_a_time_limit_enters_no_timeout_and_still_rolls_
         await database.pool.acquire(timeout=5.0)  # a time limit: asyncpg's own reset, timed
     )
     assert entered == [5.0]
+
+
+async def test_the_lease_arms_its_timer_only_when_no_connection_is_free(
+    database: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    armed: list[float | None] = []
+    timeout = asyncio.timeout
+
+    def counting(delay: float | None) -> Any:
+        armed.append(delay)
+        return timeout(delay)
+
+    monkeypatch.setattr(asyncio, "timeout", counting)  # the lease's acquire timer
+    async with database.connection() as connection:
+        assert await connection.fetchval("SELECT 1") == 1
+    assert armed == [], "a free connection is taken without a timer"
+    held = await database.pool.acquire()  # the pool's one connection: the next lease waits
+    try:
+        with pytest.raises(TimeoutError):
+            async with database.connection():
+                pass
+    finally:
+        await database.pool.release(held)
+    assert armed == [database.acquire_timeout]
+
+
+def test_without_asyncpgs_queue_a_lease_counts_no_free_connection_and_says_so() -> None:
+    with capture_logs() as logs:
+        assert queued_connections(SimpleNamespace()) == 0  # 0: the lease arms its timer
+    assert [log["event"] for log in logs] == ["acquire_timer_always_armed"]

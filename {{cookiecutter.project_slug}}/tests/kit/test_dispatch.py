@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 import pytest
-from fastapi import APIRouter, FastAPI, Response
+from fastapi import APIRouter, FastAPI, HTTPException, Response
 from fastapi.routing import APIRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -299,3 +299,43 @@ async def test_an_exception_handler_added_after_start_up_is_ignored_by_both(
         served.app.dependency_overrides.clear()
     # Starlette built its handler tables when the app started: both answer the edge's 500.
     assert answer.status_code == 500
+
+
+@pytest.mark.parametrize(
+    ("exception", "status"),
+    [
+        pytest.param(RuntimeError("a bug"), 500, id="handler-raises-500"),
+        pytest.param(HTTPException(409, "taken"), 409, id="handler-raises-http-409"),
+        pytest.param(LookupError("no"), 500, id="handler-raises-lookup-500"),
+    ],
+)
+async def test_an_exception_a_dispatched_handler_raises_answers_as_through_fastapi(
+    guarded: APIRouter, served: Served, exception: Exception, status: int
+) -> None:
+    @guarded.get("/{item_id" + "}/raises")
+    async def raises(item_id: int) -> Response:
+        await _raises(exception)
+        return Response()
+
+    answer = await _assert_same(served, _one("GET", "/5/raises"), router=False)
+    assert answer.status_code == status, answer.text
+
+
+async def test_a_route_with_planned_dependencies_is_called_without_fastapis_request_wrapper(
+    served: Served,
+) -> None:
+    dispatch = served.dispatch
+    table = dispatch._current_table(served.app)
+    assert table is not None
+    candidates = [c for listed in table.by_segments.values() for c in listed if c.app is not None]
+    assert candidates
+    assert all(candidate.direct is not None for candidate in candidates)
+
+    async def wrapper_reached(scope: Scope, receive: Receive, send: Send) -> None:
+        raise AssertionError("FastAPI's request wrapper was entered")
+
+    for candidate in candidates:
+        candidate.app = wrapper_reached
+    row = await _created(served.http)
+    assert (await served.http.get(f"{BASE}/{row['id']}")).status_code == 200
+    assert (await served.http.delete(f"{BASE}/{MISSING}")).status_code == 404

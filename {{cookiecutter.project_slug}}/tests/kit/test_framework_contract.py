@@ -36,6 +36,7 @@ def checked_afresh() -> Iterator[None]:
         internals.route_handler_problems.cache_clear()
         internals.param_reader_problems.cache_clear()
         internals.dependency_plan_problem.cache_clear()
+        internals.body_reader_problems.cache_clear()
         routing._logged.clear()
         param_reader._warned = False
 

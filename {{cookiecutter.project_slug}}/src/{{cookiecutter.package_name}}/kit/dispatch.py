@@ -4,7 +4,11 @@ The innermost layer of the service's stack (serving/middleware). For a request F
 would send to a FastRoute with its fast handler, it does what the router, Starlette's
 ExceptionMiddleware and FastAPI's AsyncExitStackMiddleware would do for it, and runs the app
 FastAPI built for that route (request_response around the route's handler: its exit stacks, its
-exception handling with the app's own handler tables). Everything else (no route, 405, a route on
+exception handling with the app's own handler tables). A route that needs none of that app's exit
+stacks (its dependencies are planned, or it has none: routing.py) is called directly, inside
+Starlette's own wrapper that applies the app's exception handlers as request_response does;
+a request that needs them after all (a dependency overridden since start-up) takes the app
+FastAPI built. Everything else (no route, 405, a route on
 FastAPI's standard handler, a mount, a root_path) goes down the standard stack, untouched.
 
 The table is derived from the app's own routes (`app.routes`, the included routers' candidates
@@ -25,10 +29,11 @@ from typing import Any
 
 import structlog
 from fastapi import FastAPI
+from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from . import fastapi_internals as internals
-from .routing import FastRoute
+from .routing import DirectHandler, FastRoute
 
 logger = structlog.get_logger(__name__)
 
@@ -58,24 +63,29 @@ class _Candidate:
     convertors: dict[str, Any]
     methods: frozenset[str] | None
     app: ASGIApp | None  # None: FastAPI's standard stack answers it
+    direct: DirectHandler | None  # the route called without request_response (see the module doc)
     fastapi_scope: dict[str, Any]
     endpoint: Any
     route: Any
 
 
-def _fast_paths(app: FastAPI) -> set[tuple[str, tuple[str, ...]]]:
-    """(path, methods) of every mount whose FastRoute runs its fast handler in this app."""
-    fast: set[tuple[str, tuple[str, ...]]] = set()
+FastPaths = dict[tuple[str, tuple[str, ...]], DirectHandler | None]
+
+
+def _fast_paths(app: FastAPI) -> FastPaths:
+    """(path, methods) of every mount whose FastRoute runs its fast handler in this app, with
+    what the dispatch may call for it directly."""
+    fast: FastPaths = {}
     for context in internals.ITER_ROUTE_CONTEXTS.get()(app.router.routes):
         route = context.original_route
         if isinstance(route, FastRoute):
             for choice in getattr(route, "choices", {}).get(app, []):
                 if choice.fast:
-                    fast.add((choice.path, choice.methods))
+                    fast[(choice.path, choice.methods)] = choice.direct
     return fast
 
 
-def _candidate(route: Any, included: Any, fast: set[tuple[str, tuple[str, ...]]]) -> _Candidate:
+def _candidate(route: Any, included: Any, fast: FastPaths) -> _Candidate:
     """`route` as FastAPI's router matches it: a route of the app, or an included route's context."""
     context = None
     target = route
@@ -112,6 +122,9 @@ def _candidate(route: Any, included: Any, fast: set[tuple[str, tuple[str, ...]]]
         convertors=target.param_convertors,
         methods=methods,
         app=context.app if runs_fast and context is not None else None,
+        direct=fast[(context.path, tuple(sorted(methods)))]
+        if runs_fast and context is not None and methods is not None
+        else None,
         fastapi_scope={
             internals.INCLUDED_ROUTER_KEY.get(): included,
             internals.EFFECTIVE_ROUTE_CONTEXT_KEY.get(): context,
@@ -203,6 +216,7 @@ class FastDispatch:
         self._off_for: Any = None  # the app the dispatch found it cannot serve, until it changes
         self._off_version: tuple[int, int] | None = None
         problems = internals.dispatch_problems()
+        self._wrap: Any = internals.WRAP_HANDLING_EXCEPTIONS.get() if not problems else None
         self._handlers = internals.exception_tables(app)
         if self._handlers is None:
             problems = (*problems, "the next layer is not Starlette's ExceptionMiddleware")
@@ -257,8 +271,31 @@ class FastDispatch:
         scope["path_params"] = {**inherited, **params} if inherited else params
         scope["route"] = candidate.route
         assert candidate.app is not None
-        # What FastAPI's AsyncExitStackMiddleware does: the route's handler may fall back to
-        # FastAPI's standard one (routing.py), which needs this stack.
-        async with AsyncExitStack() as stack:
-            scope[internals.MIDDLEWARE_EXIT_STACK_KEY] = stack
-            await candidate.app(scope, receive, send)
+        if candidate.direct is not None:
+            await self._call_directly(candidate.direct, candidate.app, scope, receive, send)
+        else:
+            await _call_route_app(candidate.app, scope, receive, send)
+
+    async def _call_directly(
+        self, direct: DirectHandler, route_app: ASGIApp, scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        """The route's handler without request_response's exit stacks, in the wrapper that
+        applies the app's exception handlers (Starlette's, as request_response uses it)."""
+        request = Request(scope, receive, send)
+
+        async def answer(scope: Scope, receive: Receive, send: Send) -> None:
+            response = await direct(request)
+            if response is None:  # it needs FastAPI's exit stacks after all: the route's app
+                await _call_route_app(route_app, scope, receive, send)
+                return
+            await response(scope, receive, send)
+
+        await self._wrap(answer, request)(scope, receive, send)
+
+
+async def _call_route_app(app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
+    # What FastAPI's AsyncExitStackMiddleware does: the route's handler may fall back to
+    # FastAPI's standard one (routing.py), which needs this stack.
+    async with AsyncExitStack() as stack:
+        scope[internals.MIDDLEWARE_EXIT_STACK_KEY] = stack
+        await app(scope, receive, send)

@@ -27,6 +27,11 @@ from fastapi.dependencies import utils as dependency_utils
 from starlette import convertors
 from starlette.middleware.exceptions import ExceptionMiddleware
 
+try:
+    from starlette import _exception_handler as starlette_exception_handler
+except ImportError:  # a Starlette without it: its names are missing, the dispatch stays off
+    starlette_exception_handler = ModuleType("starlette._exception_handler")
+
 
 @dataclass(slots=True)
 class Internal:
@@ -94,6 +99,12 @@ VALIDATE_VALUE = Internal(
 FIELD_IS_SEQUENCE = Internal(_compat, "field_annotation_is_sequence", ("annotation",))
 # The fields of a query parameter model, as FastAPI reads them (a list route's filters).
 GET_CACHED_MODEL_FIELDS = Internal(dependency_utils, "get_cached_model_fields", ("model",))
+
+# The checks request_body_to_args makes on every request to choose its branch for one body
+# parameter, made once per route by FastRoute's body reader (routing.py).
+SHOULD_EMBED_BODY_FIELDS = Internal(dependency_utils, "_should_embed_body_fields", ("fields",))
+GET_FORM_MODELS = Internal(dependency_utils, "_get_form_models", ("field",))
+BODY_READER = (SHOULD_EMBED_BODY_FIELDS, GET_FORM_MODELS, VALIDATE_VALUE)
 
 # What FastRoute plans a dependency with (routing.py), once per route instead of per request: the
 # key solve_dependencies caches a dependency's value under, and how it tells how to call one.
@@ -198,6 +209,13 @@ def param_reader_problems() -> tuple[str, ...]:
 
 
 @cache
+def body_reader_problems() -> tuple[str, ...]:
+    """What keeps FastRoute from planning a route's body read, checked once; empty when
+    nothing does (else request_body_to_args reads every body)."""
+    return tuple(filter(None, (internal.problem() for internal in BODY_READER)))
+
+
+@cache
 def dependency_plan_problem() -> str | None:
     """What keeps FastRoute from calling dependencies itself, or None."""
     for internal in DEPENDENCY_PLAN:
@@ -246,7 +264,18 @@ SEGMENT_CONVERTORS = (
     convertors.FloatConvertor,
     convertors.UUIDConvertor,
 )
-DISPATCH = (INCLUDED_ROUTER, FASTAPI_SCOPE_KEY, INCLUDED_ROUTER_KEY, EFFECTIVE_ROUTE_CONTEXT_KEY)
+# How request_response() applies the app's exception handlers around a route: the dispatch
+# applies them the same way when it calls a route without request_response's exit stacks.
+WRAP_HANDLING_EXCEPTIONS = Internal(
+    starlette_exception_handler, "wrap_app_handling_exceptions", ("app", "conn")
+)
+DISPATCH = (
+    INCLUDED_ROUTER,
+    FASTAPI_SCOPE_KEY,
+    INCLUDED_ROUTER_KEY,
+    EFFECTIVE_ROUTE_CONTEXT_KEY,
+    WRAP_HANDLING_EXCEPTIONS,
+)
 
 
 @cache

@@ -27,7 +27,7 @@ import inspect
 import json
 import weakref
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
@@ -38,7 +38,7 @@ from fastapi.dependencies.models import Dependant
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute, APIRouter
 from fastapi.security import SecurityScopes
-from pydantic_core import PydanticUndefined
+from pydantic_core import PydanticUndefined, from_json
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
@@ -50,6 +50,9 @@ from .param_reader import ParamReader
 logger = structlog.get_logger(__name__)
 
 Handler = Callable[[Request], Coroutine[Any, Any, Response]]
+# A route's answer to a request that came without FastAPI's exit stacks; None when this request
+# needs them after all (a dependency overridden since start-up is solved by FastAPI).
+DirectHandler = Callable[[Request], Coroutine[Any, Any, Response | None]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +65,10 @@ class HandlerChoice:
     reason: str | None  # why not fast, or None
     planned_readers: bool  # every parameter reader planned (param_reader.py), when fast
     planned_dependencies: bool  # every dependency called directly (PlannedDependency), when fast
+    planned_body: bool = False  # the body validated without request_body_to_args, when fast
+    # What the dispatch calls for this mount without FastAPI's request wrapper (dispatch.py);
+    # None when a request may need that wrapper's exit stacks.
+    direct: DirectHandler | None = field(default=None, compare=False, repr=False)
 
 
 _logged: set[str] = set()
@@ -125,6 +132,14 @@ async def _read_body(request: Request, strict_content_type: bool) -> Any:
         return raw
     if content_type is not None and not is_json(content_type):
         return raw
+    try:
+        # One call into pydantic's parser, which gives what json.loads gives for every document
+        # it accepts (big integers, 1e400, NaN, duplicate keys: tests/kit/test_body_reader.py);
+        # what it refuses (a lone surrogate, a BOM, UTF-16, malformed JSON) json.loads decides,
+        # with FastAPI's value or FastAPI's error.
+        return from_json(raw, cache_strings="keys")
+    except ValueError:
+        pass
     try:
         return json.loads(raw)
     except json.JSONDecodeError as error:
@@ -250,9 +265,38 @@ async def _solve_planned(
     return values
 
 
-def _fast_handler(route: Any, standard: Handler) -> tuple[Handler, bool, bool]:
-    """The handler; whether every parameter reader is planned; whether the dependencies are
-    called directly."""
+BodyReader = Callable[[Any], tuple[dict[str, Any], list[Any]]]
+
+
+def _single_body_reader(body_fields: list[Any]) -> BodyReader | None:
+    """What request_body_to_args does for this route's body, worked out once: for one body
+    parameter, not embedded and not a form, it validates the decoded body as the parameter with
+    `_validate_value_with_model_field` at ("body",); the checks that choose that branch are made
+    here instead of on every request. None when they choose another branch, or a FastAPI piece
+    they need is missing (request_body_to_args then reads every body)."""
+    if internals.body_reader_problems() or len(body_fields) != 1:
+        return None
+    (parameter,) = body_fields
+    if internals.SHOULD_EMBED_BODY_FIELDS.get()(body_fields):
+        return None
+    if internals.GET_FORM_MODELS.get()(parameter):
+        return None
+    validate = internals.VALIDATE_VALUE.get()
+    name, loc = parameter.name, ("body",)
+
+    def read(body: Any) -> tuple[dict[str, Any], list[Any]]:
+        value, errors = validate(field=parameter, value=body, values={}, loc=loc)
+        return {name: value}, errors
+
+    return read
+
+
+def _fast_handler(
+    route: Any, standard: Handler
+) -> tuple[Handler, DirectHandler | None, bool, bool, bool]:
+    """The handler; the route's answer without FastAPI's exit stacks, when it needs none;
+    whether every parameter reader is planned, the dependencies are called directly, the body
+    read by its planned reader."""
     dependant: Dependant = route.dependant
     call = dependant.call
     assert call is not None
@@ -269,6 +313,7 @@ def _fast_handler(route: Any, standard: Handler) -> tuple[Handler, bool, bool]:
     solve_dependencies = internals.SOLVE_DEPENDENCIES.get()
     request_body_to_args = internals.REQUEST_BODY_TO_ARGS.get()
     body_fields = dependant.body_params
+    read_single_body = _single_body_reader(body_fields) if body_fields else None
     request_name = dependant.request_param_name
     strict = route.strict_content_type
     strict_content_type = bool(strict.value if isinstance(strict, DefaultPlaceholder) else strict)
@@ -292,26 +337,22 @@ def _fast_handler(route: Any, standard: Handler) -> tuple[Handler, bool, bool]:
     planned = _plan_all(dependant.dependencies) if dependant.dependencies else None
     planned_calls = _calls_of(planned) if planned else frozenset()
 
-    async def handler(request: Request) -> Response:
-        exit_stack = request.scope.get(internals.INNER_EXIT_STACK_KEY)
-        if exit_stack is None:
-            # FastAPI's request wrapper no longer provides it: its own handler knows what to do.
-            _log_once(
-                "route_runs_standard_handler",
-                path=path,
-                reason=f"no {internals.INNER_EXIT_STACK_KEY} in the request scope",
-            )
-            return await standard(request)
+    async def respond(request: Request, exit_stack: Any) -> Response | None:
+        """The route's answer; None, before reading anything, when the request needs
+        solve_dependencies and no exit stack came with it (the dispatch's direct call)."""
+        use_plan = planned and not (
+            overrides is not None
+            and overrides.dependency_overrides
+            and not planned_calls.isdisjoint(overrides.dependency_overrides)
+        )
+        if not use_plan and all_dependencies is not None and exit_stack is None:
+            return None
         body = await _read_body(request, strict_content_type) if body_fields else PydanticUndefined
         values: dict[str, Any] = {}
         errors: list[Any] = []
         background = None
-        if planned and not (
-            overrides is not None
-            and overrides.dependency_overrides
-            and not planned_calls.isdisjoint(overrides.dependency_overrides)
-        ):
-            values.update(await _solve_planned(planned, request, {}))
+        if use_plan:
+            values.update(await _solve_planned(planned, request, {}))  # type: ignore[arg-type]
         elif all_dependencies is not None:
             solved = await solve_dependencies(
                 request=request,
@@ -329,11 +370,14 @@ def _fast_handler(route: Any, standard: Handler) -> tuple[Handler, bool, bool]:
             values.update(found)
             errors.extend(failed)
         if body_fields:
-            found, failed = await request_body_to_args(
-                body_fields=body_fields,
-                received_body=body,
-                embed_body_fields=False,
-            )
+            if read_single_body is not None:
+                found, failed = read_single_body(body)
+            else:
+                found, failed = await request_body_to_args(
+                    body_fields=body_fields,
+                    received_body=body,
+                    embed_body_fields=False,
+                )
             values.update(found)
             errors.extend(failed)
         if errors:
@@ -347,7 +391,33 @@ def _fast_handler(route: Any, standard: Handler) -> tuple[Handler, bool, bool]:
             response.background = background
         return response
 
-    return handler, all(reader.planned for reader, _ in readers), bool(planned)
+    async def handler(request: Request) -> Response:
+        exit_stack = request.scope.get(internals.INNER_EXIT_STACK_KEY)
+        if exit_stack is None:
+            # FastAPI's request wrapper no longer provides it: its own handler knows what to do.
+            _log_once(
+                "route_runs_standard_handler",
+                path=path,
+                reason=f"no {internals.INNER_EXIT_STACK_KEY} in the request scope",
+            )
+            return await standard(request)
+        response = await respond(request, exit_stack)
+        assert response is not None  # an exit stack was given
+        return response
+
+    async def direct(request: Request) -> Response | None:
+        return await respond(request, None)
+
+    # Without dependencies to solve, a request needs none of the exit stacks FastAPI's request
+    # wrapper opens: the dispatch may call the route directly (dispatch.py).
+    needs_stacks = all_dependencies is not None and not planned
+    return (
+        handler,
+        None if needs_stacks else direct,
+        all(reader.planned for reader, _ in readers),
+        bool(planned),
+        read_single_body is not None,
+    )
 
 
 class FastRoute(APIRoute):
@@ -379,8 +449,10 @@ class FastRoute(APIRoute):
                 standard,
             )
         else:
-            handler, readers, dependencies = _fast_handler(route, standard)
-            choice = HandlerChoice(methods, route.path, True, None, readers, dependencies)
+            handler, direct, readers, dependencies, body = _fast_handler(route, standard)
+            choice = HandlerChoice(
+                methods, route.path, True, None, readers, dependencies, body, direct
+            )
         self._record(route, choice)
         return handler
 

@@ -24,6 +24,8 @@ from prometheus_client.process_collector import ProcessCollector
 from starlette.requests import Request
 from starlette.responses import Response
 
+from .counted import CountedHistogram
+
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 _WAIT_BUCKETS = (0.0001, 0.001, 0.005, 0.025, 0.1, 0.5, 2.0)
 _LAG_INTERVAL_SECONDS = 0.5
@@ -37,16 +39,14 @@ class Metrics:
         ProcessCollector(registry=self.registry)
         PlatformCollector(registry=self.registry)
         GCCollector(registry=self.registry)
-        labels = ("method", "route", "status")
-        self.requests = Counter(
-            "http_requests", "Requests answered.", labels, registry=self.registry
-        )
-        self.latency = Histogram(
+        # Fed by every request: kept as plain counts, exposed at scrape time (counted.py).
+        self.latency = CountedHistogram(
             "http_request_duration_seconds",
             "Time from the request reaching the app to the end of the response.",
-            labels,
+            ("method", "route", "status"),
             buckets=_LATENCY_BUCKETS,
             registry=self.registry,
+            counter=("http_requests", "Requests answered."),
         )
         self.in_flight = Gauge(
             "http_requests_in_flight",
@@ -77,7 +77,7 @@ class Metrics:
         self.pool_size = Gauge("db_pool_size", "Open pool connections.", registry=self.registry)
         self.pool_idle = Gauge("db_pool_idle", "Idle pool connections.", registry=self.registry)
         self.pool_max = Gauge("db_pool_max_size", "Pool ceiling.", registry=self.registry)
-        self.acquire_wait = Histogram(
+        self.acquire_wait = CountedHistogram(
             "db_pool_acquire_wait_seconds",
             "Time a request waited for a pool connection.",
             buckets=_WAIT_BUCKETS,

@@ -5,11 +5,13 @@ from pathlib import Path
 
 import httpx
 import pytest
+import structlog
 from starlette.types import Message, Receive, Scope, Send
 from structlog.contextvars import get_contextvars
 
 from {{ cookiecutter.package_name }}.observability.metrics import Metrics
 from {{ cookiecutter.package_name }}.serving.app import create_app
+from {{ cookiecutter.package_name }}.serving.middleware import edge as edge_module
 from {{ cookiecutter.package_name }}.serving.middleware.edge import EdgeMiddleware
 from {{ cookiecutter.package_name }}.serving.middleware.edge.request_id import TrustedPeers
 from {{ cookiecutter.package_name }}.serving.middleware.edge.request_metrics import RequestMetrics
@@ -117,3 +119,38 @@ async def test_malformed_request_id_is_replaced_not_echoed(client: httpx.AsyncCl
     response = await client.get("/healthz", headers={"x-request-id": hostile})
     assert response.status_code == 200
     assert response.headers.get("x-request-id") != hostile
+
+
+async def test_after_the_first_request_the_id_is_bound_without_structlogs_keyword_loops(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    bound: list[dict[str, object]] = []
+    original = structlog.contextvars.bind_contextvars
+
+    def counting(**values: object) -> object:
+        bound.append(values)
+        return original(**values)
+
+    monkeypatch.setattr(edge_module, "bind_contextvars", counting)
+    seen: list[dict[str, object]] = []
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        seen.append(get_contextvars())
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    async def send(message: Message) -> None:
+        return None
+
+    async def receive() -> Message:
+        return {"type": "http.request", "body": b""}
+
+    edge = EdgeMiddleware(app, metrics=RequestMetrics(Metrics()), access_log=None)
+    for _ in range(3):
+        scope: Scope = {"type": "http", "method": "GET", "path": "/", "headers": [], "client": None}
+        await edge(scope, receive, send)
+        assert get_contextvars() == {}  # reset after every request
+    assert len(bound) == 1  # the first request finds structlog's variable; the rest set it
+    ids = [context["request_id"] for context in seen]
+    assert len(set(ids)) == 3
+    assert all(context == {"request_id": rid} for context, rid in zip(seen, ids, strict=True))

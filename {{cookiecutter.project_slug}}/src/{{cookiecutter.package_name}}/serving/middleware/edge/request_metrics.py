@@ -1,29 +1,23 @@
 """Count and time every HTTP request by method, route template and status."""
 
-from typing import Any
+from bisect import bisect_left
 
 from ....observability.metrics import Metrics
 
 
 class RequestMetrics:
-    """The per-request series of `Metrics`, with the labelled children cached.
-
-    `labels()` takes a lock and builds a key on every call; a dict lookup is all a request pays.
-    """
+    """The per-request series of `Metrics`: each answer adds to its series' counts, found by one
+    dict lookup (observability/counted.py says why they are plain counts)."""
 
     def __init__(self, metrics: Metrics) -> None:
-        self._metrics = metrics
-        self._children: dict[tuple[str, str, int], tuple[Any, Any]] = {}
+        self._latency = metrics.latency
+        self._bounds = metrics.latency.bounds
+        self._series: dict[tuple[str, str, int], list[float]] = {}
 
     def observe(self, method: str, route: str, status: int, seconds: float) -> None:
-        key = (method, route, status)
-        children = self._children.get(key)
-        if children is None:
-            labels = (method, route, str(status))
-            children = (
-                self._metrics.requests.labels(*labels),
-                self._metrics.latency.labels(*labels),
-            )
-            self._children[key] = children
-        children[0].inc()
-        children[1].observe(seconds)
+        counts = self._series.get((method, route, status))
+        if counts is None:
+            counts = self._latency.series(method, route, str(status))
+            self._series[(method, route, status)] = counts
+        counts[bisect_left(self._bounds, seconds)] += 1
+        counts[-1] += seconds
