@@ -26,6 +26,7 @@ from ..declared import change, new_body
 
 ROUTE_HANDLER = {internal.qualname: internal for internal in internals.ROUTE_HANDLER}
 PARAM_READER = {internal.qualname: internal for internal in internals.PARAM_READER}
+BODY_READER = {internal.qualname: internal for internal in internals.BODY_READER}
 
 
 @pytest.fixture(autouse=True)
@@ -65,6 +66,7 @@ def _choices(settings: Settings) -> list[HandlerChoice]:
         *internals.ROUTE_HANDLER,
         *internals.PARAM_READER,
         *internals.DEPENDENCY_PLAN,
+        *internals.BODY_READER,
         internals.ITER_ROUTE_CONTEXTS,
     ],
     ids=lambda internal: internal.qualname,
@@ -176,6 +178,29 @@ async def test_without_a_reader_internal_parameters_are_read_by_fastapis_reader(
     ]
     assert resource
     assert not any(choice.planned_readers for choice in resource)
+    async with _guarded(settings, auth_headers) as client:
+        await _assert_guarded_and_serving(client)
+
+
+def _body_routes(choices: list[HandlerChoice]) -> list[HandlerChoice]:
+    return [choice for choice in choices if {"POST", "PATCH"} & set(choice.methods)]
+
+
+def test_every_body_of_every_resource_is_read_by_the_planned_reader(settings: Settings) -> None:
+    body_routes = _body_routes(_choices(settings))
+    assert body_routes
+    assert all(choice.planned_body for choice in body_routes), body_routes
+
+
+@pytest.mark.parametrize("name", list(BODY_READER))
+async def test_without_a_body_reader_internal_bodies_are_read_by_request_body_to_args(
+    name: str, monkeypatch: pytest.MonkeyPatch, settings: Settings, auth_headers: dict[str, str]
+) -> None:
+    internal = BODY_READER[name]
+    monkeypatch.setattr(internal, "name", f"{internal.name}_gone")
+    choices = _choices(settings)
+    assert all(choice.fast for choice in choices)
+    assert not any(choice.planned_body for choice in _body_routes(choices))
     async with _guarded(settings, auth_headers) as client:
         await _assert_guarded_and_serving(client)
 
