@@ -1,6 +1,8 @@
 """FastRoute (routing.py): every dependency honoured, the fast handler really used, scope["route"]
 the route FastAPI matched."""
 
+import gc
+import weakref
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -12,7 +14,7 @@ from fastapi.dependencies.utils import solve_dependencies
 
 from {{ cookiecutter.package_name }}.kit import state
 from {{ cookiecutter.package_name }}.kit.errors import install_error_handlers
-from {{ cookiecutter.package_name }}.kit.routing import FastRoute
+from {{ cookiecutter.package_name }}.kit.routing import FastRoute, build_route_handlers
 from {{ cookiecutter.package_name }}.observability.metrics import Metrics
 from {{ cookiecutter.package_name }}.serving.app import create_app
 from {{ cookiecutter.package_name }}.serving.resources import RESOURCES
@@ -219,3 +221,14 @@ async def test_a_missing_row_costs_one_pool_acquire(
     assert before is not None
     assert (await client.get(f"{BASE}/987654321")).status_code == 404
     assert registry.get_sample_value("db_pool_acquire_wait_seconds_count") == before + 1
+
+
+async def test_an_app_no_longer_used_is_not_kept_alive_by_its_routes_choices(
+    settings: Settings,
+) -> None:
+    app = create_app(settings)
+    assert build_route_handlers(app), "its routes' handlers were built"
+    collected = weakref.ref(app)
+    del app
+    gc.collect()
+    assert collected() is None, gc.get_referrers(collected())

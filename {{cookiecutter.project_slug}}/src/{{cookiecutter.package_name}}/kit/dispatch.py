@@ -81,7 +81,8 @@ def _fast_paths(app: FastAPI) -> FastPaths:
         if isinstance(route, FastRoute):
             for choice in getattr(route, "choices", {}).get(app, []):
                 if choice.fast:
-                    fast[(choice.path, choice.methods)] = choice.direct
+                    direct = choice.direct() if choice.direct is not None else None
+                    fast[(choice.path, choice.methods)] = direct
     return fast
 
 

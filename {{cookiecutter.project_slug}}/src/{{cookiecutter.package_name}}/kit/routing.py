@@ -67,8 +67,10 @@ class HandlerChoice:
     planned_dependencies: bool  # every dependency called directly (PlannedDependency), when fast
     planned_body: bool = False  # the body validated without request_body_to_args, when fast
     # What the dispatch calls for this mount without FastAPI's request wrapper (dispatch.py);
-    # None when a request may need that wrapper's exit stacks.
-    direct: DirectHandler | None = field(default=None, compare=False, repr=False)
+    # None when a request may need that wrapper's exit stacks. A weak reference: the mount's
+    # handler holds it, and a strong one here (FastRoute.choices outlives every app) would keep
+    # each app it closes over alive.
+    direct: "weakref.ref[DirectHandler] | None" = field(default=None, compare=False, repr=False)
 
 
 _logged: set[str] = set()
@@ -408,6 +410,8 @@ def _fast_handler(
     async def direct(request: Request) -> Response | None:
         return await respond(request, None)
 
+    handler.direct = direct  # type: ignore[attr-defined]  # kept alive with the mount's handler
+
     # Without dependencies to solve, a request needs none of the exit stacks FastAPI's request
     # wrapper opens: the dispatch may call the route directly (dispatch.py).
     needs_stacks = all_dependencies is not None and not planned
@@ -451,7 +455,14 @@ class FastRoute(APIRoute):
         else:
             handler, direct, readers, dependencies, body = _fast_handler(route, standard)
             choice = HandlerChoice(
-                methods, route.path, True, None, readers, dependencies, body, direct
+                methods,
+                route.path,
+                True,
+                None,
+                readers,
+                dependencies,
+                body,
+                None if direct is None else weakref.ref(direct),
             )
         self._record(route, choice)
         return handler
