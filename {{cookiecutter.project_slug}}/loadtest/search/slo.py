@@ -10,9 +10,11 @@ pass (down while they fail) until one rate passes and the next fails, then bisec
 two until they are within `precision` of each other. The last passing rate is then run `repeats`
 more times: it is the SLO capacity when every repeat passes too (the verdict names the highest
 rate whose repeats all held). Otherwise its repeats join the trials and the search steps down and
-repeats again, by `precision` first and twice as far each time after (a host that slowed for a
-minute is outrun, not chased), at most `MAX_CONFIRMATIONS` times, the last at the budget's own
-rate: "none" then means that even the budget's rate failed its repeats. The spread of the final
+repeats again, by `precision` first and twice as far each time after up to half (a host that
+slowed for a minute is outrun, not chased), halving on until the budget's own rate is the next
+step: "none" then means that even the budget's rate failed its repeats. A claim is thus never
+less than half of a rate that held its repeats (a ladder that jumped to the budget would report a
+service that held 2,500 RPS as one that holds 400). The spread of the final
 repeats (their p99, lowest to highest) is reported beside it, and every failed repeat stays in the
 report's trials.
 
@@ -27,7 +29,7 @@ from dataclasses import dataclass, field
 
 from ..drive import Step
 
-MAX_CONFIRMATIONS = 5
+MAX_CONFIRMATIONS = 12  # bounds the ladder where there is no budget's rate to end on
 MAX_TRIALS = 30  # a search that has not converged by now reports what it has
 
 
@@ -102,21 +104,19 @@ def search(
         middle = (low + high) / 2
         low, high = (middle, high) if run(middle) else (low, middle)
     step_down = plan.precision
-    for left in range(MAX_CONFIRMATIONS - 1, -1, -1):
+    for _ in range(MAX_CONFIRMATIONS):
         repeats = [trial(low) for _ in range(plan.repeats)]
         result.confirmed_at.append(low)
         if all(passes(step, limits) for step in repeats):
             result.slo_rps, result.repeats = low, repeats
             return result
         result.trials += repeats  # a failed confirmation is shown with the trials
-        if not left:
-            break
-        low *= 1 - step_down
+        if low == budget_rps:
+            break  # the budget's own rate failed its repeats: nothing lower is claimed
+        lower = low * (1 - step_down)
+        # The budget's own rate is a step of its own, never skipped: a claim below it is no claim.
+        low = budget_rps if lower < budget_rps < low else lower
         step_down = min(2 * step_down, 0.5)
-        if left == 1 and budget_rps < low:
-            # The last confirmation is at the budget's own rate: "none" then means even that
-            # rate failed its repeats, never only that the steps ran out above it.
-            low = max(budget_rps, plan.floor_rps)
         if low < plan.floor_rps:
             break
     return result

@@ -124,27 +124,42 @@ def test_a_rate_fails_when_its_second_trial_misses_too() -> None:
     assert found.slo_rps is not None
 
 
-def test_repeats_that_keep_failing_step_down_to_the_budgets_rate_before_the_verdict_is_none() -> (
-    None
-):
-    def stalls_on_repeat(rate: float) -> Step:
-        # A rate's first trial passes up to 2,000 RPS, but asked again only 500 RPS holds: a
-        # disk whose fsync stalls now and then, as on a shared machine.
-        return _step(rate, 5.0 if rate <= 500 else 400.0)
-
+def _holds_on_repeat_up_to(held: float) -> Callable[[float], Step]:
+    """A rate's first trial passes up to 4,000 RPS, but asked again only `held` RPS holds: a disk
+    whose fsync stalls now and then, as on a shared machine."""
     seen: list[float] = []
 
     def trial(rate: float) -> Step:
         seen.append(rate)
-        return (
-            _step(rate, 5.0) if seen.count(rate) == 1 and rate <= 2000 else stalls_on_repeat(rate)
-        )
+        first = seen.count(rate) == 1
+        return _step(rate, 5.0 if rate <= (4000 if first else held) else 400.0)
 
-    found = search(trial, 1000.0, LIMITS, Plan(precision=0.05), budget_rps=400.0)
+    return trial
+
+
+def test_failed_repeats_halve_the_claim_down_to_the_budgets_rate_never_past_it() -> None:
+    found = search(_holds_on_repeat_up_to(300.0), 3000.0, LIMITS, Plan(), budget_rps=400.0)
+    ratios = [b / a for a, b in zip(found.confirmed_at, found.confirmed_at[1:], strict=False)]
+    # 5 %, twice as far each time after, then halving: never a jump of more than half.
+    assert ratios[:5] == pytest.approx([0.95, 0.9, 0.8, 0.6, 0.5])
+    assert all(ratio >= 0.5 for ratio in ratios), found.confirmed_at
+    assert found.confirmed_at[-1] == 400.0  # the budget's own rate is a step of its own
+    assert found.slo_rps is None  # ... and when even it fails its repeats, nothing is claimed
+    assert min(step.rate or 0 for step in found.trials) == 400.0
+
+
+def test_a_claim_after_failed_repeats_is_at_least_half_of_a_rate_that_held() -> None:
+    for held in (1500.0, 2500.0, 600.0):
+        found = search(_holds_on_repeat_up_to(held), 3000.0, LIMITS, Plan(), budget_rps=400.0)
+        assert found.slo_rps is not None
+        assert held / 2 < found.slo_rps <= held, (held, found.confirmed_at)
+        assert all(passes(step, LIMITS) for step in found.repeats)
+
+
+def test_repeats_that_hold_only_below_the_next_step_end_on_the_budgets_rate() -> None:
+    found = search(_holds_on_repeat_up_to(405.0), 3000.0, LIMITS, Plan(), budget_rps=400.0)
     assert found.slo_rps == 400.0
     assert found.confirmed_at[-1] == 400.0
-    assert len(found.confirmed_at) == 5  # bounded: MAX_CONFIRMATIONS, the last at the budget
-    assert all(passes(step, LIMITS) for step in found.repeats)
 
 
 def test_the_slo_capacity_is_none_only_when_the_budgets_own_rate_failed_its_repeats() -> None:
