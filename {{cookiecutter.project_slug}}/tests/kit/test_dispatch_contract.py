@@ -116,3 +116,25 @@ async def test_fast_dispatch_false_leaves_the_dispatch_out_of_the_stack(
     assert dispatch_of(app) is None
     layers: list[object] = [middleware.cls for middleware in app.user_middleware]
     assert FastDispatch not in layers
+
+
+async def test_without_a_body_limit_on_the_route_contexts_the_dispatch_stays_off(
+    guarded: None, monkeypatch: pytest.MonkeyPatch, settings: Settings, auth_headers: dict[str, str]
+) -> None:
+    # A FastAPI with body limits whose contexts no longer say a route's: none may be called
+    # without FastAPI's own wrapper, which applies it.
+    monkeypatch.setattr(internals, "CONTEXT_BODY_LIMIT", "no_such_field")
+    async for app in _started(settings, {**auth_headers, TOKEN_HEADER: WRITER}):
+        assert dispatch_of(app) is None
+
+
+async def test_a_mount_whose_context_holds_nothing_is_left_to_fastapis_router(
+    guarded: None, monkeypatch: pytest.MonkeyPatch, settings: Settings, auth_headers: dict[str, str]
+) -> None:
+    # A context that takes no attribute: FastRoute cannot leave the dispatch its mount's handler.
+    monkeypatch.setattr(internals, "hold_mount", lambda context, mount: False)
+    async for app in _started(settings, {**auth_headers, TOKEN_HEADER: WRITER}):
+        table = RouteTable.derive(app)
+        candidates = [c for listed in table.by_segments.values() for c in listed]
+        assert candidates
+        assert all(candidate.app is None for candidate in candidates)

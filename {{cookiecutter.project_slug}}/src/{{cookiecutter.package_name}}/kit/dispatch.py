@@ -4,19 +4,24 @@ The innermost layer of the service's stack (serving/middleware). For a request F
 would send to a FastRoute with its fast handler, it does what the router, Starlette's
 ExceptionMiddleware and FastAPI's AsyncExitStackMiddleware would do for it, and runs the app
 FastAPI built for that route (request_response around the route's handler: its exit stacks, its
-exception handling with the app's own handler tables). A route that needs none of that app's exit
-stacks (its dependencies are planned, or it has none: routing.py) is called directly, inside
-Starlette's own wrapper that applies the app's exception handlers as request_response does;
-a request that needs them after all (a dependency overridden since start-up) takes the app
-FastAPI built. Everything else (no route, 405, a route on
-FastAPI's standard handler, a mount, a root_path) goes down the standard stack, untouched.
+exception handling with the app's own handler tables, its body limit). A route that needs none
+of that app's exit stacks (its dependencies are planned, or it has none: routing.py) and has no
+body limit (`max_body_size` on it, its routers or the app) is called directly, inside Starlette's
+own wrapper that applies the app's exception handlers as request_response does; a request that
+needs the stacks after all (a dependency overridden since start-up) takes the app FastAPI built.
+Either way ExceptionMiddleware's own wrapper goes around it, so that an exception a handler
+raises is handled once more, as there. Everything else (no route, 405, a route on FastAPI's
+standard handler, a mount, a root_path) goes down the standard stack, untouched.
 
 The table is derived from the app's own routes (`app.routes`, the included routers' candidates
 FastAPI itself matches against), never from a second list: per request, the first route in
 FastAPI's order whose literal segments equal the path's is confirmed by that route's own
-`path_regex` and convertors, so the route chosen is the one FastAPI's router chooses. It is
-derived again whenever FastAPI's count of route changes moves (a route or router added after
-start-up). What it cannot prove equivalent switches it off for the app, logged once: a mount or
+`path_regex` and convertors, so the route chosen is the one FastAPI's router chooses, and what
+runs is what that candidate (the mount's own context) holds: a route declared first to override
+another, or the same router included twice, never runs the other mount's handler. It is derived
+again whenever FastAPI's count of route changes moves (a route or router added after start-up)
+or the app's list of routes no longer holds the same objects in the same order (edited in
+place). What it cannot prove equivalent switches it off for the app, logged once: a mount or
 host route, a path parameter that may span segments, form limits, or FastAPI and Starlette
 internals (fastapi_internals.py) missing or reshaped.
 """
@@ -24,7 +29,7 @@ internals (fastapi_internals.py) missing or reshaped.
 import weakref
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
-from operator import itemgetter
+from operator import is_, itemgetter
 from typing import Any
 
 import structlog
@@ -33,7 +38,7 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from . import fastapi_internals as internals
-from .routing import DirectHandler, FastRoute
+from .routing import DirectHandler, FastMount, FastRoute
 
 logger = structlog.get_logger(__name__)
 
@@ -69,24 +74,7 @@ class _Candidate:
     route: Any
 
 
-FastPaths = dict[tuple[str, tuple[str, ...]], DirectHandler | None]
-
-
-def _fast_paths(app: FastAPI) -> FastPaths:
-    """(path, methods) of every mount whose FastRoute runs its fast handler in this app, with
-    what the dispatch may call for it directly."""
-    fast: FastPaths = {}
-    for context in internals.ITER_ROUTE_CONTEXTS.get()(app.router.routes):
-        route = context.original_route
-        if isinstance(route, FastRoute):
-            for choice in getattr(route, "choices", {}).get(app, []):
-                if choice.fast:
-                    direct = choice.direct() if choice.direct is not None else None
-                    fast[(choice.path, choice.methods)] = direct
-    return fast
-
-
-def _candidate(route: Any, included: Any, fast: FastPaths) -> _Candidate:
+def _candidate(route: Any, included: Any) -> _Candidate:
     """`route` as FastAPI's router matches it: a route of the app, or an included route's context."""
     context = None
     target = route
@@ -106,12 +94,22 @@ def _candidate(route: Any, included: Any, fast: FastPaths) -> _Candidate:
             raise NotEquivalent(f"{target.path}: the parameter {name} may span path segments")
     methods = frozenset(target.methods) if target.methods else None
     original = context.original_route if context is not None else route
+    # What this mount's own context holds (FastRoute set it while FastAPI built the handler in
+    # context.app): never looked up by path and methods, which a later mount may share.
+    mount = internals.mount_of(context) if context is not None else None
     runs_fast = (
         context is not None
         and context.app is not None
         and isinstance(original, FastRoute)
+        and isinstance(mount, FastMount)
         and methods is not None
-        and (context.path, tuple(sorted(methods))) in fast
+    )
+    # A route with a body limit (max_body_size on the route, its routers or the app) is called
+    # through context.app, where FastAPI applies that limit around its request wrapper.
+    direct = (
+        mount.direct
+        if runs_fast and isinstance(mount, FastMount) and internals.body_limit_of(context) is None
+        else None
     )
     parts = target.path.split("/")
     positions = [index for index, part in enumerate(parts) if "{" not in part]
@@ -123,9 +121,7 @@ def _candidate(route: Any, included: Any, fast: FastPaths) -> _Candidate:
         convertors=target.param_convertors,
         methods=methods,
         app=context.app if runs_fast and context is not None else None,
-        direct=fast[(context.path, tuple(sorted(methods)))]
-        if runs_fast and context is not None and methods is not None
-        else None,
+        direct=direct,
         fastapi_scope={
             internals.INCLUDED_ROUTER_KEY.get(): included,
             internals.EFFECTIVE_ROUTE_CONTEXT_KEY.get(): context,
@@ -135,6 +131,12 @@ def _candidate(route: Any, included: Any, fast: FastPaths) -> _Candidate:
     )
 
 
+def _same_routes(routes: list[Any], snapshot: tuple[Any, ...]) -> bool:
+    """The same route objects in the same order (by identity: a route FastAPI's __eq__ finds
+    equal may carry other dependencies)."""
+    return len(routes) == len(snapshot) and all(map(is_, routes, snapshot))
+
+
 @dataclass(slots=True)
 class RouteTable:
     """The app's routes by number of path segments, each list in FastAPI's order."""
@@ -142,7 +144,9 @@ class RouteTable:
     app: FastAPI
     routers: list[Any]  # the app's router and every router it includes
     versions: tuple[int, ...]  # the count of route changes of each, when derived
-    top_level: int  # len(app.router.routes): a route appended to the list directly changes it
+    # app.router.routes as they were: FastAPI's router reads that list on every request, so a
+    # route put in it directly (appended, inserted, or set in place of another) changes routing.
+    top_level: tuple[Any, ...]
     by_segments: dict[int, list[_Candidate]]
 
     @classmethod
@@ -150,17 +154,16 @@ class RouteTable:
         router = app.router
         if getattr(router, "form_limits", None):
             raise NotEquivalent("the app sets form limits")
-        fast = _fast_paths(app)
         by_segments: dict[int, list[_Candidate]] = {}
         for route, included in internals.mounted_in_order(list(router.routes)):
             # FastAPI releases before form limits have none to honour.
             if included is not None and getattr(included.include_context, "form_limits", None):
                 raise NotEquivalent("an included router sets form limits")
-            candidate = _candidate(route, included, fast)
+            candidate = _candidate(route, included)
             by_segments.setdefault(candidate.segments, []).append(candidate)
         routers = internals.routers_in(router)
         versions = tuple(map(internals.routes_changes, routers))
-        return cls(app, routers, versions, len(router.routes), by_segments)
+        return cls(app, routers, versions, tuple(router.routes), by_segments)
 
     def is_current(self, app: Any) -> bool:
         # FastAPI's routes_version walks every router per call; each router's own count, read
@@ -168,7 +171,7 @@ class RouteTable:
         # (timeit in-process, by-id table, busy host).
         return (
             app is self.app
-            and len(app.router.routes) == self.top_level
+            and _same_routes(app.router.routes, self.top_level)
             and tuple(map(internals.routes_changes, self.routers)) == self.versions
         )
 
@@ -215,7 +218,7 @@ class FastDispatch:
         self.enabled = True
         self._table: RouteTable | None = None
         self._off_for: Any = None  # the app the dispatch found it cannot serve, until it changes
-        self._off_version: tuple[int, int] | None = None
+        self._off_version: tuple[int, tuple[Any, ...]] | None = None
         problems = internals.dispatch_problems()
         self._wrap: Any = internals.WRAP_HANDLING_EXCEPTIONS.get() if not problems else None
         self._handlers = internals.exception_tables(app)
@@ -230,8 +233,14 @@ class FastDispatch:
         if table is not None and table.is_current(app):
             return table
         router = app.router
-        version = (internals.routes_version(router), len(router.routes))
-        if self._off_for is app and self._off_version == version:
+        version = (internals.routes_version(router), tuple(router.routes))
+        off_version = self._off_version
+        if (
+            self._off_for is app
+            and off_version is not None
+            and off_version[0] == version[0]
+            and _same_routes(router.routes, off_version[1])
+        ):
             return None
         try:
             table = RouteTable.derive(app)
@@ -271,32 +280,48 @@ class FastDispatch:
         inherited = scope.get("path_params")
         scope["path_params"] = {**inherited, **params} if inherited else params
         scope["route"] = candidate.route
-        assert candidate.app is not None
-        if candidate.direct is not None:
-            await self._call_directly(candidate.direct, candidate.app, scope, receive, send)
-        else:
-            await _call_route_app(candidate.app, scope, receive, send)
+        route_app = candidate.app
+        assert route_app is not None
+        # ExceptionMiddleware's wrapper (outer) around what request_response does (inner), each
+        # with a request of its own as there: the app's handlers are applied again to an
+        # exception one of them raised (a LookupError handler raising HTTPException(404) answers
+        # 404 both ways).
+        wrap = self._wrap
+        direct = candidate.direct
+        if direct is not None:
+            # The route's handler without request_response's exit stacks, in the wrapper that
+            # applies the app's exception handlers as request_response does.
+            request = Request(scope, receive, send)
 
-    async def _call_directly(
-        self, direct: DirectHandler, route_app: ASGIApp, scope: Scope, receive: Receive, send: Send
-    ) -> None:
-        """The route's handler without request_response's exit stacks, in the wrapper that
-        applies the app's exception handlers (Starlette's, as request_response uses it)."""
-        request = Request(scope, receive, send)
+            async def answer(scope: Scope, receive: Receive, send: Send) -> None:
+                response = await direct(request)
+                if response is None:
+                    raise _NeedsExitStacks
+                await response(scope, receive, send)
 
-        async def answer(scope: Scope, receive: Receive, send: Send) -> None:
-            response = await direct(request)
-            if response is None:  # it needs FastAPI's exit stacks after all: the route's app
-                await _call_route_app(route_app, scope, receive, send)
+            try:
+                await wrap(wrap(answer, request), Request(scope, receive, send))(
+                    scope, receive, send
+                )
                 return
-            await response(scope, receive, send)
+            except _NeedsExitStacks:
+                pass  # nothing was read or sent: the route's app answers instead
+        await wrap(_in_exit_stack(route_app), Request(scope, receive, send))(scope, receive, send)
 
-        await self._wrap(answer, request)(scope, receive, send)
+
+class _NeedsExitStacks(BaseException):
+    """Raised through the exception wrappers (which catch Exception only) when a request the
+    dispatch called directly needs FastAPI's exit stacks after all."""
 
 
-async def _call_route_app(app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
-    # What FastAPI's AsyncExitStackMiddleware does: the route's handler may fall back to
-    # FastAPI's standard one (routing.py), which needs this stack.
-    async with AsyncExitStack() as stack:
-        scope[internals.MIDDLEWARE_EXIT_STACK_KEY] = stack
-        await app(scope, receive, send)
+def _in_exit_stack(app: ASGIApp) -> ASGIApp:
+    """The route's app (request_response around its handler) as FastAPI's
+    AsyncExitStackMiddleware calls it: the route's handler may fall back to FastAPI's standard
+    one (routing.py), which needs this stack."""
+
+    async def in_exit_stack(scope: Scope, receive: Receive, send: Send) -> None:
+        async with AsyncExitStack() as stack:
+            scope[internals.MIDDLEWARE_EXIT_STACK_KEY] = stack
+            await app(scope, receive, send)
+
+    return in_exit_stack

@@ -251,6 +251,14 @@ CONTEXT_ATTRIBUTES = (
     "methods",
     "endpoint",
 )
+# Set by FastRoute on an included route's context (FastAPI's _EffectiveRouteContext, a dataclass
+# without slots) while FastAPI builds that mount's handler: what the dispatch may run for this
+# mount, held by the mount itself (two mounts may share a path and methods, never a context).
+MOUNT_ATTRIBUTE = "fast_route_mount"
+# The body limit FastAPI resolved for an included route (route, routers, app: max_body_size) and
+# applies in the context's app; in FastAPI releases with body limits only.
+BODY_LIMIT_WRAPPER = "wrap_app_with_body_limit"
+CONTEXT_BODY_LIMIT = "max_body_size"
 # Where Starlette's ExceptionMiddleware keeps the app's handlers, and the scope key under which
 # it hands them to request_response() (starlette/_exception_handler.py reads them there).
 EXCEPTION_TABLES = ("_exception_handlers", "_status_handlers")
@@ -291,7 +299,34 @@ def dispatch_problems() -> tuple[str, ...]:
         problems.append(f"fastapi.routing.APIRouter keeps no {ROUTES_CHANGES}")
     if not all(hasattr(ExceptionMiddleware(None), name) for name in EXCEPTION_TABLES):  # type: ignore[arg-type]
         problems.append("starlette's ExceptionMiddleware keeps no handler tables")
+    if hasattr(fastapi_routing, BODY_LIMIT_WRAPPER):
+        # A FastAPI with body limits: the dispatch must see each route's, or call none directly.
+        context = getattr(fastapi_routing, "_EffectiveRouteContext", None)
+        fields = dataclasses.fields(context) if dataclasses.is_dataclass(context) else ()
+        if CONTEXT_BODY_LIMIT not in {field.name for field in fields}:
+            problems.append(f"an included route's context keeps no {CONTEXT_BODY_LIMIT}")
     return tuple(filter(None, problems))
+
+
+def hold_mount(context: Any, mount: Any) -> bool:
+    """Let an included route's context hold what the dispatch may run for it; False when the
+    context takes no attribute (the dispatch then leaves the mount to FastAPI's router)."""
+    try:
+        setattr(context, MOUNT_ATTRIBUTE, mount)
+    except (AttributeError, TypeError):
+        return False
+    return True
+
+
+def mount_of(context: Any) -> Any:
+    """What the context holds for the dispatch (hold_mount), or None."""
+    return getattr(context, MOUNT_ATTRIBUTE, None)
+
+
+def body_limit_of(context: Any) -> int | None:
+    """The body limit FastAPI applies to this included route's requests, or None."""
+    limit: int | None = getattr(context, CONTEXT_BODY_LIMIT, None)
+    return limit
 
 
 # Each APIRouter's own count of changes to its routes (what ROUTES_VERSION adds up).
