@@ -26,7 +26,7 @@ from .baking import tool_env
 RELEASE = "shop"
 NAMESPACE = "default"
 # The chart's kubeVersion floor and the newest schemas kubernetes-validate ships.
-KUBERNETES_VERSIONS = ["1.25.0", kubernetes_validate.utils.latest_version()]
+KUBERNETES_VERSIONS = ["1.27.0", kubernetes_validate.utils.latest_version()]
 SCHEMAS = Path(__file__).resolve().parent / "schemas"
 DIGEST = "sha256:" + "0123456789abcdef" * 4
 # Every option of the chart switched on.

@@ -132,8 +132,8 @@ def test_the_worker_runs_in_its_own_one_core_pods_with_the_services_image_secret
     assert job["metadata"]["annotations"]["helm.sh/hook"] == "pre-install,pre-upgrade"
     assert _container(job)["image"] == container["image"]
     assert "helm.sh/hook" not in worker["metadata"].get("annotations", {})
-    # Its /metrics port is probed: a blocked loop (which stops the heartbeats) restarts the pod.
-    assert container["livenessProbe"]["httpGet"] == {"path": "/metrics", "port": "metrics"}
+    # Its metrics port is probed: a blocked loop (which stops the heartbeats) restarts the pod.
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "metrics"}
 
 
 def test_the_worker_pods_are_selected_only_by_their_own_deployment_pdb_and_metrics_service(
@@ -151,6 +151,7 @@ def test_the_worker_pods_are_selected_only_by_their_own_deployment_pdb_and_metri
     assert worker_selectors == {
         f"Deployment/{name}-worker selector",
         f"Deployment/{name}-worker topologySpread[0]",
+        f"Deployment/{name}-worker topologySpread[1]",
         f"NetworkPolicy/{name}-worker podSelector",
         f"PodDisruptionBudget/{name}-worker selector",
         f"Service/{name}-worker-metrics selector",
@@ -223,16 +224,17 @@ def test_the_worker_grace_period_and_heartbeat_outlast_the_longest_job(jobs_proj
 
 
 def test_the_worker_connections_count_in_the_connection_arithmetic(jobs_project: Path) -> None:
-    """(8 + 1) x 8 for the service's pods, 1 for the migration, 90 allowed: 16 workers (17 with the
-    surge) fit exactly, 17 do not; without the worker the same chart has room for them."""
+    """(8 + 1) x (8 + 1) for the service's pods (pool and readiness probe), 1 for the migration,
+    90 allowed: 7 workers (8 with the surge) fit exactly, 8 do not; without the worker the same
+    chart has room for them."""
     chart = chart_of(jobs_project)
-    assert _worker(render(chart, {"worker": {"replicaCount": 16}}))
+    assert _worker(render(chart, {"worker": {"replicaCount": 7}}))
     with pytest.raises(
         helm_python.HelmRenderError,
-        match=r"need 91 connections .* \+ 18 of worker pods incl\. surge \+ 1 migration",
+        match=r"need 91 connections .* \+ 9 of worker pods incl\. surge \+ 1 migration",
     ):
-        render(chart, {"worker": {"replicaCount": 17}})
-    off = render(chart, {"worker": {"replicaCount": 17, "enabled": False}})
+        render(chart, {"worker": {"replicaCount": 8}})
+    off = render(chart, {"worker": {"replicaCount": 8, "enabled": False}})
     assert [item for item in off if "worker" in item["metadata"]["name"]] == []
 
 

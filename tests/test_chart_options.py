@@ -35,7 +35,8 @@ def test_migration_and_test_pods_are_matched_by_no_selector_of_the_service(chart
     spread)."""
     objects = render(chart, EVERYTHING_ON)
     selectors = pod_selectors(objects)
-    assert len(selectors) == 7, selectors  # Deployment, 2 Services, PDB, spread, 2 NetworkPolicies
+    # Deployment, 2 Services, PDB, spread over nodes and zones, 2 NetworkPolicies
+    assert len(selectors) == 8, selectors
     service_pod = _pod_labels(find(objects, "Deployment"))
     job_pod = _pod_labels(find(objects, "Job"))
     test_pod = _pod_labels(find(objects, "Pod"))

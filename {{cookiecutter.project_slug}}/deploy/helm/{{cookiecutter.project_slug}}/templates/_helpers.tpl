@@ -106,8 +106,9 @@ live Secret `name`. */}}
 
 {{/*
 Checks that a JSON schema cannot express, because they compare two values.
-  connections: (max replicas + maxSurge) x poolMaxSize + worker connections + 1 migration
-               connection must fit in maxConnections - reservedConnections;
+  connections: (max replicas + maxSurge) x (poolMaxSize + 1 readiness probe connection) +
+               worker connections + 1 migration connection must fit in
+               maxConnections - reservedConnections;
   worker:      (jobs=postgres) its grace period and heartbeat timeout outlast the longest job;
                a webhook URL has its Secret and, with networkPolicy, its receiver's peers;
   pool:        poolMinSize <= poolMaxSize;
@@ -126,11 +127,11 @@ Checks that a JSON schema cannot express, because they compare two values.
 {{- end }}
 {{- $pods := add $replicas (int .Values.strategy.maxSurge) }}
 {{- $workers := include "app.workerConnections" . | int }}
-{{- $needed := add (mul $pods (int $db.poolMaxSize)) $workers 1 }}
+{{- $needed := add (mul $pods (add1 (int $db.poolMaxSize))) $workers 1 }}
 {{- $budget := sub (int $db.maxConnections) (int $db.reservedConnections) }}
 {{- if gt $needed $budget }}
 {{- $ofWorkers := ternary (printf " + %d of worker pods incl. surge" $workers) "" (gt $workers 0) }}
-{{- fail (printf "database pools need %d connections ((%d pods incl. surge) x poolMaxSize %d%s + 1 migration) but the database allows %d (maxConnections %d - reservedConnections %d): lower database.poolMaxSize or the replica ceiling, or put PgBouncer in front" $needed $pods (int $db.poolMaxSize) $ofWorkers $budget (int $db.maxConnections) (int $db.reservedConnections)) }}
+{{- fail (printf "database pools need %d connections ((%d pods incl. surge) x (poolMaxSize %d + 1 readiness probe)%s + 1 migration) but the database allows %d (maxConnections %d - reservedConnections %d): lower database.poolMaxSize or the replica ceiling, or put PgBouncer in front" $needed $pods (int $db.poolMaxSize) $ofWorkers $budget (int $db.maxConnections) (int $db.reservedConnections)) }}
 {{- end }}
 {{- with include "app.workerEnabled" . }}
 {{- $worker := $.Values.worker }}
@@ -143,6 +144,12 @@ Checks that a JSON schema cannot express, because they compare two values.
 {{- end }}
 {{- if and $worker.webhook.url (not $worker.webhook.existingSecret) }}
 {{- fail "worker.webhook.url needs worker.webhook.existingSecret, the Secret holding WEBHOOK_SECRET" }}
+{{- end }}
+{{- if and $worker.autoscaling.enabled (not $.Values.metrics.serviceMonitor.enabled) }}
+{{- fail "worker.autoscaling.enabled needs metrics.serviceMonitor.enabled: the queue depth it scales on is the workers' scraped jobs_in_queue" }}
+{{- end }}
+{{- if gt (int $worker.autoscaling.minReplicas) (int $worker.autoscaling.maxReplicas) }}
+{{- fail (printf "worker.autoscaling.minReplicas (%d) exceeds worker.autoscaling.maxReplicas (%d)" (int $worker.autoscaling.minReplicas) (int $worker.autoscaling.maxReplicas)) }}
 {{- end }}
 {{- if and $.Values.networkPolicy.enabled $worker.webhook.url (not $.Values.networkPolicy.webhook.to) }}
 {{- fail "networkPolicy.enabled with worker.webhook.url needs networkPolicy.webhook.to, the peers where the webhook receiver is (an empty list would let the worker pods out to anywhere)" }}
@@ -260,10 +267,13 @@ else empty.
 {{- if (.Values.worker | default dict).enabled }}true{{ end }}
 {{- end }}
 
-{{/* Connections of the worker pods, a rolling update's surge included: one each (the queue's). */}}
+{{/* Connections of the worker pods, a rolling update's surge included: one each (the queue's),
+at most worker.autoscaling.maxReplicas pods when the queue scales them. */}}
 {{- define "app.workerConnections" -}}
 {{- if include "app.workerEnabled" . }}
-{{- add (int .Values.worker.replicaCount) (int .Values.strategy.maxSurge) }}
+{{- $worker := .Values.worker }}
+{{- $pods := ternary $worker.autoscaling.maxReplicas $worker.replicaCount $worker.autoscaling.enabled }}
+{{- add (int $pods) (int .Values.strategy.maxSurge) }}
 {{- else }}0{{ end }}
 {{- end }}
 
@@ -346,6 +356,28 @@ URL with API_KEY_HASHES or WEBHOOK_SECRET) share the one folder through a projec
             - key: {{ .key }}
               path: {{ .path }}
       {{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+topologySpreadConstraints of the pods whose selector labels are `selector`: one per key of
+topologySpread.topologyKeys (nodes, then zones), each counting only the pods of the same
+ReplicaSet (matchLabelKeys: pod-template-hash), so a rollout's new pods are spread among
+themselves rather than around the old ones about to leave. Empty when off.
+*/}}
+{{- define "app.topologySpread" -}}
+{{- $spread := .root.Values.topologySpread }}
+{{- if $spread.enabled }}
+{{- range $spread.topologyKeys }}
+- maxSkew: {{ $spread.maxSkew }}
+  topologyKey: {{ . }}
+  whenUnsatisfiable: {{ $spread.whenUnsatisfiable }}
+  labelSelector:
+    matchLabels:
+      {{- $.selector | nindent 6 }}
+  matchLabelKeys:
+    - pod-template-hash
 {{- end }}
 {{- end }}
 {{- end }}
