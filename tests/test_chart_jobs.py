@@ -19,8 +19,10 @@ import yaml
 
 from .baking import tool_env
 from .charting import (
+    DATABASE,
     EVERYTHING_ON,
     KUBERNETES_VERSIONS,
+    STORED,
     chart_of,
     find,
     merge,
@@ -110,7 +112,7 @@ def test_a_jobs_chart_lints_and_renders_valid_objects_with_and_without_every_opt
 def test_the_worker_runs_in_its_own_one_core_pods_with_the_services_image_secret_and_migrations(
     jobs_project: Path,
 ) -> None:
-    objects = render(chart_of(jobs_project), {"database": {"url": "postgresql://a:pw@db/app"}})
+    objects = render(chart_of(jobs_project), {"secrets": {"asFiles": False}})
     worker, service = _worker(objects), _service(objects)
     container = _container(worker)
     assert container["command"] == ["python", "-m", "inventory_service", "worker"]
@@ -185,10 +187,9 @@ def test_the_worker_pods_are_selected_only_by_their_own_deployment_pdb_and_metri
 def test_the_worker_settings_the_chart_sets_are_valid_settings_of_the_service(
     jobs_project: Path,
 ) -> None:
-    objects = render(
-        chart_of(jobs_project), merge({"database": {"url": "postgresql://a:pw@db/app"}}, WEBHOOK)
-    )
-    secrets = {"shop-webhook": {"WEBHOOK_SECRET": "s3cret"}}
+    values = merge({"secrets": {"asFiles": False}, **DATABASE}, WEBHOOK)
+    objects = render(chart_of(jobs_project), values)
+    secrets = {"shop-webhook": {"WEBHOOK_SECRET": "s3cret"}, **STORED}
     secrets |= {
         item["metadata"]["name"]: item["stringData"] for item in objects if item["kind"] == "Secret"
     }
@@ -317,7 +318,7 @@ def test_with_secrets_as_files_the_webhook_secret_reaches_both_pods_as_a_file_no
     chart = chart_of(jobs_project)
     webhook = merge(WEBHOOK, {"worker": {"webhook": {"existingSecretKey": "signing-key"}}})
     values = merge({"database": {"existingSecret": "prod-db", "existingSecretKey": "url"}}, webhook)
-    as_variables = render(chart, values)
+    as_variables = render(chart, merge(values, {"secrets": {"asFiles": False}}))
     for deployment in (_worker(as_variables), _service(as_variables)):
         env = {item["name"]: item for item in _container(deployment)["env"]}
         reference = {"name": "shop-webhook", "key": "signing-key"}

@@ -127,3 +127,10 @@ def test_workers_scale_on_the_queue_depth_when_asked_and_count_in_the_connection
         render(chart, over)
     with pytest.raises(helm_python.HelmError, match=r"needs metrics\.serviceMonitor\.enabled"):
         render(chart, {"worker": {"autoscaling": {"enabled": True}}})
+
+
+def test_idle_connections_are_kept_longer_than_common_balancers_keep_theirs(chart: Path) -> None:
+    """ALB and ingress-nginx close an idle upstream connection after 60 s: the server must not
+    close first, or the balancer reuses a connection being closed (a 502)."""
+    env = {item["name"]: item.get("value") for item in _container(render(chart))["env"]}
+    assert float(env["TIMEOUT_KEEP_ALIVE"]) > 60

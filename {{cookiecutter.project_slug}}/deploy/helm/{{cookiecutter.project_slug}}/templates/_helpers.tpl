@@ -50,14 +50,42 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 
 {{/*
-checksum/secret: a new value rolls the pods. When the chart writes the Secret, the hash of that
-manifest; otherwise the hash of the live Secret's key, read by `lookup` at install/upgrade time (so
-a rotated Secret rolls the pods on the next `helm upgrade`; `helm template` has no cluster and hashes
-nothing).
+Whether this release runs the migration Job: "true" on install, with a tag alone (what it names
+may have moved), with migrations.always, and when `live` (the release's Deployment as the cluster
+has it, from `lookup`) does not carry this very image in its migrated-image annotation. Else
+empty: a values-only upgrade (replicas, log level) does not wait on the database.
+
+Why skipping is safe (a pod never serves a schema older than its code): the annotation is written
+only by a release that had migrations on, and the Deployment only changes once the pre-upgrade
+Job has succeeded (a failed one stops the upgrade before any object changes). So a live
+Deployment naming digest D was written by a release that ran D's migrations, or that skipped them
+because the one before it named D: by induction, D's migrations ran to the end, and the schema
+only moves forward. `helm template` and Argo CD have no cluster to look up: the Job always runs.
+--no-hooks breaks the chain: after it, upgrade once with migrations.always.
+*/}}
+{{- define "app.migrationNeeded" -}}
+{{- $root := .root }}
+{{- $migrations := $root.Values.migrations }}
+{{- if $migrations.enabled }}
+{{- if or $root.Release.IsInstall $migrations.always (not $root.Values.image.digest) }}true
+{{- else }}
+{{- $annotations := (((.live | default dict).metadata | default dict).annotations | default dict) }}
+{{- if ne (index $annotations (include "app.migratedImageKey" $root) | default "") (include "app.image" $root) }}true{{ end }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "app.migratedImageKey" -}}migrations.{{ include "app.name" . }}/image{{- end }}
+
+{{/*
+checksum/secret: a new value rolls the pods: the hash of the live database Secret's key, read by
+`lookup` at install/upgrade time (so a rotated Secret rolls the pods on the next `helm upgrade`;
+`helm template` has no cluster and hashes nothing). The chart never writes that Secret: a URL given
+as a value would be kept in every revision of Helm's release history.
 */}}
 {{- define "app.secretChecksum" -}}
 {{- $db := .Values.database }}
-{{- include "app.checksumOfSecret" (dict "root" . "created" (and (not $db.existingSecret) $db.url) "template" "secret.yaml" "name" (include "app.databaseSecret" .) "key" $db.existingSecretKey) }}
+{{- include "app.checksumOfSecret" (dict "root" . "created" false "template" "" "name" (include "app.databaseSecret" .) "key" $db.existingSecretKey) }}
 {{- end }}
 
 {{/* checksum/api-keys (auth=api_key bakes): the same for the Secret of API_KEY_HASHES. */}}
@@ -84,6 +112,19 @@ live Secret `name`. */}}
 {{- $live := lookup "v1" "Secret" .root.Release.Namespace .name }}
 {{- index ($live.data | default dict) .key | default "" | sha256sum }}
 {{- end }}
+{{- end }}
+
+{{/*
+imagePullPolicy: as set, else IfNotPresent for an image pinned by digest (it cannot change under a
+node) and Always for a tag alone (a node holding an older image under the same tag would run it,
+the migration Job's pod too). An explicit IfNotPresent or Never with a tag alone is refused.
+*/}}
+{{- define "app.pullPolicy" -}}
+{{- $image := .Values.image }}
+{{- if and (not $image.digest) $image.pullPolicy (ne $image.pullPolicy "Always") }}
+{{- fail (printf "image.pullPolicy %s with a tag alone lets each node run whatever it cached under %s: deploy by digest (--set image.digest=sha256:..., printed by the image's CI run) or pull the tag every time (image.pullPolicy Always)" $image.pullPolicy (include "app.image" .)) }}
+{{- end }}
+{{- $image.pullPolicy | default (ternary "IfNotPresent" "Always" (not (empty $image.digest))) }}
 {{- end }}
 
 {{/* repository:tag, pinned to a digest when image.digest is set (the digest is what runs). */}}
