@@ -114,7 +114,12 @@ def test_schema_validation_refuses_an_unknown_field_of_a_custom_kind(chart: Path
         ({"server": {"workers": 2}}, "/server/workers"),
         ({"resources": {"limits": {"cpu": "2"}}}, "/resources/limits/cpu"),
         ({"resources": {"requests": {"cpu": "500m"}}}, "/resources/requests/cpu"),
-        ({"resources": {"limits": {"memory": "8Gi"}}}, "/resources/limits/memory"),
+        ({"resources": {"limits": {"memory": "8G"}}}, "/resources/limits/memory"),
+        ({"resources": {"limits": {"memory": "1Gi"}}}, "must equal resources.limits.memory"),
+        (
+            {"resources": {"requests": {"memory": "128Mi"}, "limits": {"memory": "128Mi"}}},
+            "below 256Mi",
+        ),
         ({"database": {"poolMaxSize": 65}}, "/database/poolMaxSize"),
         ({"autoscaling": {"rpsMetric": {"enabled": True}}}, "/autoscaling/targetRPSPerPod"),
         # A URL as a value would stay in every revision of Helm's history: the Secret is the user's.

@@ -10,10 +10,10 @@ from .baking import load_module
 from .charting import EVERYTHING_ON, find, render
 
 
-def test_deployment_is_one_worker_on_exactly_one_core_and_4gi(chart: Path) -> None:
+def test_deployment_is_one_worker_on_exactly_one_core_and_the_measured_memory(chart: Path) -> None:
     pod = find(render(chart), "Deployment")["spec"]["template"]["spec"]
     (container,) = pod["containers"]
-    cpu_and_memory = {"cpu": "1", "memory": "4Gi"}
+    cpu_and_memory = {"cpu": "1", "memory": "512Mi"}
     assert container["resources"] == {"requests": cpu_and_memory, "limits": cpu_and_memory}
     # The image's own `python -m <package>` runs: neither is overridden.
     assert "command" not in container

@@ -134,3 +134,14 @@ def test_idle_connections_are_kept_longer_than_common_balancers_keep_theirs(char
     close first, or the balancer reuses a connection being closed (a 502)."""
     env = {item["name"]: item.get("value") for item in _container(render(chart))["env"]}
     assert float(env["TIMEOUT_KEEP_ALIVE"]) > 60
+
+
+def test_memory_is_sized_from_a_measurement_not_pinned_and_stays_guaranteed(chart: Path) -> None:
+    """The server peaks near 70 MiB under load: 8 replicas need not reserve 32 GiB."""
+    sized = {"resources": {"requests": {"memory": "1Gi"}, "limits": {"memory": "1024Mi"}}}
+    (container,) = find(render(chart, sized), "Deployment")["spec"]["template"]["spec"][
+        "containers"
+    ]
+    assert container["resources"]["limits"] == {"cpu": "1", "memory": "1024Mi"}
+    with pytest.raises(helm_python.HelmError, match="must equal"):
+        render(chart, {"resources": {"requests": {"memory": "1Gi"}}})

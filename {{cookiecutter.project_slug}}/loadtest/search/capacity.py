@@ -125,14 +125,6 @@ def helm_values(capacity: Capacity, source: str) -> str:
             "  rpsMetric:",
             "    enabled: false",
             f"  targetRPSPerPod: {capacity.target_rps_per_pod}",
-            "# The conditions of the measurement: one core, 4 GB.",
-            "resources:",
-            "  requests:",
-            '    cpu: "1"',
-            "    memory: 4Gi",
-            "  limits:",
-            '    cpu: "1"',
-            "    memory: 4Gi",
             "",
         ]
     )

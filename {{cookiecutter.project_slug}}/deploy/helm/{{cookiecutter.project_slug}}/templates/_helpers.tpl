@@ -202,6 +202,17 @@ Checks that a JSON schema cannot express, because they compare two values.
 {{- if gt (int $db.poolMinSize) (int $db.poolMaxSize) }}
 {{- fail (printf "database.poolMinSize (%d) exceeds database.poolMaxSize (%d)" (int $db.poolMinSize) (int $db.poolMaxSize)) }}
 {{- end }}
+{{- $memory := dict }}
+{{- range $side := list "requests" "limits" }}
+{{- $quantity := index (index $.Values.resources $side) "memory" }}
+{{- $_ := set $memory $side (mul (trimSuffix "Gi" (trimSuffix "Mi" $quantity) | int) (ternary 1024 1 (hasSuffix "Gi" $quantity))) }}
+{{- end }}
+{{- if ne $memory.requests $memory.limits }}
+{{- fail (printf "resources.requests.memory (%dMi) must equal resources.limits.memory (%dMi): Guaranteed QoS, memory that cannot be overcommitted" $memory.requests $memory.limits) }}
+{{- end }}
+{{- if lt $memory.limits 256 }}
+{{- fail (printf "resources.limits.memory (%dMi) is below 256Mi: the server alone peaks near 70 MiB under load, before any headroom (docs/sizing.md)" $memory.limits) }}
+{{- end }}
 {{- $drain := add (int .Values.shutdown.preStopSleepSeconds) (int .Values.server.timeoutGracefulShutdown) 10 }}
 {{- if le (int .Values.shutdown.terminationGracePeriodSeconds) $drain }}
 {{- fail (printf "shutdown.terminationGracePeriodSeconds (%d) must exceed preStopSleepSeconds + server.timeoutGracefulShutdown + 10 s pool close = %d" (int .Values.shutdown.terminationGracePeriodSeconds) $drain) }}
