@@ -193,3 +193,16 @@ def test_notes_say_when_the_measured_rps_target_is_not_used(chart: Path) -> None
     assert "scales on CPU alone" in _notes(chart, measured)
     enabled = {"autoscaling": {"targetRPSPerPod": 2833, "rpsMetric": {"enabled": True}}}
     assert "scales on CPU alone" not in _notes(chart, enabled)
+
+
+def test_the_chart_readme_gives_the_rolling_back_upgrade_and_what_helm_test_checks_per_variant(
+    default_project: Path, api_key_project: Path
+) -> None:
+    plain = (chart_of(default_project) / "README.md").read_text()
+    guarded = (chart_of(api_key_project) / "README.md").read_text()
+    for readme in (plain, guarded):
+        assert "--wait --atomic" in readme
+        assert "--set image.digest=sha256:" in readme
+    assert "create-read-delete round trip" in plain
+    assert "create-read-delete" not in guarded
+    assert "without credentials refused (401)" in guarded
