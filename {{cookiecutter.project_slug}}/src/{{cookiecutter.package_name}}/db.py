@@ -210,8 +210,12 @@ class ProbeConnection:
         async with asyncio.timeout(within), self._lock:
             connection = self._connection
             if connection is None or connection.is_closed():
+                # No named statement: behind PgBouncer in transaction pooling the next ping may
+                # reach another server connection, where it would not exist.
                 connection = self._connection = await asyncpg.connect(
-                    self._dsn, server_settings={"application_name": self._application_name}
+                    self._dsn,
+                    statement_cache_size=0,
+                    server_settings={"application_name": self._application_name},
                 )
             try:
                 await connection.fetchval("SELECT 1")
