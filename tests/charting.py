@@ -12,6 +12,7 @@ import json
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -26,9 +27,14 @@ from .baking import tool_env
 RELEASE = "shop"
 NAMESPACE = "default"
 # The chart's kubeVersion floor and the newest schemas kubernetes-validate ships.
-KUBERNETES_VERSIONS = ["1.25.0", kubernetes_validate.utils.latest_version()]
+KUBERNETES_VERSIONS = ["1.27.0", kubernetes_validate.utils.latest_version()]
 SCHEMAS = Path(__file__).resolve().parent / "schemas"
 DIGEST = "sha256:" + "0123456789abcdef" * 4
+# The database Secret a user creates before installing (the chart takes no URL as a value), and
+# what it holds: `service_settings` reads it as the kubelet would hand it to the pod.
+DATABASE_URL = "postgresql://app:pw@db:5432/app"
+DATABASE = {"database": {"existingSecret": "shop-db"}}
+STORED = {"shop-db": {"DATABASE_URL": DATABASE_URL}}
 # Every option of the chart switched on.
 EVERYTHING_ON: dict[str, Any] = {
     "image": {"digest": DIGEST},
@@ -39,7 +45,7 @@ EVERYTHING_ON: dict[str, Any] = {
     },
     "metrics": {"serviceMonitor": {"enabled": True}, "prometheusRule": {"enabled": True}},
     "autoscaling": {"rpsMetric": {"enabled": True}, "targetRPSPerPod": 350},
-    "database": {"url": "postgresql://app:secret@db:5432/app"},
+    "database": {"existingSecret": "shop-db"},
     "networkPolicy": {"enabled": True, "database": {"to": [{"ipBlock": {"cidr": "10.0.12.0/24"}}]}},
 }
 
@@ -205,17 +211,24 @@ def pod_variables(objects: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 def service_settings(
-    project: Path, objects: list[dict[str, Any]], secrets_dir: Path | None = None
+    project: Path,
+    objects: list[dict[str, Any]],
+    secrets_dir: Path | None = None,
+    stored: dict[str, dict[str, str]] | None = None,
 ) -> dict[str, Any]:
     """The baked service's Settings, built in a fresh process from exactly what the rendered pod
-    gets: its variables (Secret references resolved from the rendered Secrets) and its files."""
-    secrets = {
+    gets: its variables and its secret files, from the rendered Secrets and those the user created
+    (`stored`, by default the database Secret of DATABASE); `secrets_dir` instead of the files."""
+    secrets = {**STORED, **(stored or {})}
+    secrets |= {
         item["metadata"]["name"]: item["stringData"] for item in objects if item["kind"] == "Secret"
     }
     env = {}
     for name, variable in pod_variables(objects).items():
         reference = variable.get("valueFrom", {}).get("secretKeyRef")
         env[name] = secrets[reference["name"]][reference["key"]] if reference else variable["value"]
+    if secrets_dir is None:
+        secrets_dir = _secret_files(objects, secrets)
     if secrets_dir is not None:
         env["SECRETS_DIR"] = str(secrets_dir)
     (package,) = [path.name for path in (project / "src").iterdir() if path.is_dir()]
@@ -234,3 +247,21 @@ def service_settings(
     settings: dict[str, Any] = json.loads(result.stdout)
     assert {name.lower() for name in env} <= settings.keys()  # every variable is a setting
     return settings
+
+
+def _secret_files(objects: list[dict[str, Any]], secrets: dict[str, dict[str, str]]) -> Path | None:
+    """What the kubelet writes for the Deployment's `secrets` volume: each item of each Secret, a
+    file named after its `path`, in a fresh folder; None when the pod mounts no Secret."""
+    pod = find(objects, "Deployment")["spec"]["template"]["spec"]
+    volumes = [volume for volume in pod["volumes"] if volume["name"] == "secrets"]
+    if not volumes:
+        return None
+    (volume,) = volumes
+    sources = [item["secret"] for item in volume.get("projected", {}).get("sources", [])]
+    if "secret" in volume:
+        sources = [{"name": volume["secret"]["secretName"], "items": volume["secret"]["items"]}]
+    folder = Path(tempfile.mkdtemp(prefix="secrets-"))
+    for source in sources:
+        for item in source["items"]:
+            (folder / item["path"]).write_text(secrets[source["name"]][item["key"]])
+    return folder

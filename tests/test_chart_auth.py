@@ -15,8 +15,11 @@ import yaml
 from .baking import run
 from .charting import (
     AUTH_ON,
+    DATABASE,
+    DATABASE_URL,
     EVERYTHING_ON,
     KUBERNETES_VERSIONS,
+    STORED,
     chart_of,
     find,
     merge,
@@ -29,7 +32,6 @@ from .charting import (
 from .serving import migrated_database, start_service
 
 DIGEST_A, DIGEST_B = "ab" * 32, "0c" * 32
-DATABASE = {"database": {"url": "postgresql://app:pw@db:5432/app"}}
 
 
 def _with_keys(hashes: str, **values: Any) -> dict[str, Any]:
@@ -44,7 +46,8 @@ def test_an_api_key_bake_reads_the_digests_from_the_secret_the_chart_creates_or_
     api_key_project: Path,
 ) -> None:
     chart = chart_of(api_key_project)
-    created = render(chart, _with_keys(DIGEST_A))
+    as_variables = {"secrets": {"asFiles": False}}
+    created = render(chart, _with_keys(DIGEST_A, **as_variables))
     (name,) = [name for name in _secrets(created) if name.endswith("-api-keys")]
     keys = _secrets(created)[name]
     assert keys["stringData"] == {"API_KEY_HASHES": DIGEST_A}
@@ -54,10 +57,11 @@ def test_an_api_key_bake_reads_the_digests_from_the_secret_the_chart_creates_or_
     assert service_settings(api_key_project, created)["api_key_hashes"] == [DIGEST_A]
 
     existing = merge(
-        DATABASE, {"auth": {"apiKey": {"existingSecret": "keys", "existingSecretKey": "k"}}}
+        merge(DATABASE, as_variables),
+        {"auth": {"apiKey": {"existingSecret": "keys", "existingSecretKey": "k"}}},
     )
     objects = render(chart, existing)
-    assert list(_secrets(objects)) == [f"shop-{api_key_project.name}-database"]
+    assert list(_secrets(objects)) == []  # the database Secret is the user's
     reference = pod_variables(objects)["API_KEY_HASHES"]["valueFrom"]["secretKeyRef"]
     assert reference == {"name": "keys", "key": "k"}
 
@@ -74,15 +78,15 @@ def test_api_key_digests_as_files_join_the_database_url_in_the_secrets_folder(
     assert mount == {"name": "secrets", "mountPath": "/run/secrets", "readOnly": True}
     (volume,) = [item for item in spec["volumes"] if item["name"] == "secrets"]
     # What the kubelet writes into the folder: each item of each source, a file named `path`.
-    secrets = _secrets(objects)
+    secrets = {**STORED, **{name: item["stringData"] for name, item in _secrets(objects).items()}}
     for source in volume["projected"]["sources"]:
-        data = secrets[source["secret"]["name"]]["stringData"]
+        data = secrets[source["secret"]["name"]]
         for item in source["secret"]["items"]:
             (tmp_path / item["path"]).write_text(data[item["key"]])
     assert sorted(path.name for path in tmp_path.iterdir()) == ["API_KEY_HASHES", "DATABASE_URL"]
     settings = service_settings(api_key_project, objects, secrets_dir=tmp_path)
     assert settings["api_key_hashes"] == [DIGEST_A, DIGEST_B]
-    assert settings["database_url"] == DATABASE["database"]["url"]
+    assert settings["database_url"] == DATABASE_URL
 
 
 def test_a_new_api_key_secret_changes_the_pod_template_and_so_rolls_the_pods(

@@ -11,6 +11,7 @@ import pytest
 from .baking import run
 from .charting import (
     AUTH_ON,
+    DATABASE,
     EVERYTHING_ON,
     chart_of,
     merge,
@@ -21,7 +22,6 @@ from .charting import (
 
 ISSUER: dict[str, str] = AUTH_ON["jwt"]["auth"]["jwt"]
 JWT = {"auth": {"jwt": ISSUER}}
-DATABASE = {"database": {"url": "postgresql://app:pw@db:5432/app"}}
 EVERYWHERE = AUTH_ON["jwt"]["networkPolicy"]["jwks"]["to"]
 
 

@@ -19,8 +19,10 @@ import yaml
 
 from .baking import tool_env
 from .charting import (
+    DATABASE,
     EVERYTHING_ON,
     KUBERNETES_VERSIONS,
+    STORED,
     chart_of,
     find,
     merge,
@@ -110,7 +112,7 @@ def test_a_jobs_chart_lints_and_renders_valid_objects_with_and_without_every_opt
 def test_the_worker_runs_in_its_own_one_core_pods_with_the_services_image_secret_and_migrations(
     jobs_project: Path,
 ) -> None:
-    objects = render(chart_of(jobs_project), {"database": {"url": "postgresql://a:pw@db/app"}})
+    objects = render(chart_of(jobs_project), {"secrets": {"asFiles": False}})
     worker, service = _worker(objects), _service(objects)
     container = _container(worker)
     assert container["command"] == ["python", "-m", "inventory_service", "worker"]
@@ -132,8 +134,8 @@ def test_the_worker_runs_in_its_own_one_core_pods_with_the_services_image_secret
     assert job["metadata"]["annotations"]["helm.sh/hook"] == "pre-install,pre-upgrade"
     assert _container(job)["image"] == container["image"]
     assert "helm.sh/hook" not in worker["metadata"].get("annotations", {})
-    # Its /metrics port is probed: a blocked loop (which stops the heartbeats) restarts the pod.
-    assert container["livenessProbe"]["httpGet"] == {"path": "/metrics", "port": "metrics"}
+    # Its metrics port is probed: a blocked loop (which stops the heartbeats) restarts the pod.
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "metrics"}
 
 
 def test_the_worker_pods_are_selected_only_by_their_own_deployment_pdb_and_metrics_service(
@@ -151,6 +153,7 @@ def test_the_worker_pods_are_selected_only_by_their_own_deployment_pdb_and_metri
     assert worker_selectors == {
         f"Deployment/{name}-worker selector",
         f"Deployment/{name}-worker topologySpread[0]",
+        f"Deployment/{name}-worker topologySpread[1]",
         f"NetworkPolicy/{name}-worker podSelector",
         f"PodDisruptionBudget/{name}-worker selector",
         f"Service/{name}-worker-metrics selector",
@@ -184,10 +187,9 @@ def test_the_worker_pods_are_selected_only_by_their_own_deployment_pdb_and_metri
 def test_the_worker_settings_the_chart_sets_are_valid_settings_of_the_service(
     jobs_project: Path,
 ) -> None:
-    objects = render(
-        chart_of(jobs_project), merge({"database": {"url": "postgresql://a:pw@db/app"}}, WEBHOOK)
-    )
-    secrets = {"shop-webhook": {"WEBHOOK_SECRET": "s3cret"}}
+    values = merge({"secrets": {"asFiles": False}, **DATABASE}, WEBHOOK)
+    objects = render(chart_of(jobs_project), values)
+    secrets = {"shop-webhook": {"WEBHOOK_SECRET": "s3cret"}, **STORED}
     secrets |= {
         item["metadata"]["name"]: item["stringData"] for item in objects if item["kind"] == "Secret"
     }
@@ -223,16 +225,17 @@ def test_the_worker_grace_period_and_heartbeat_outlast_the_longest_job(jobs_proj
 
 
 def test_the_worker_connections_count_in_the_connection_arithmetic(jobs_project: Path) -> None:
-    """(8 + 1) x 8 for the service's pods, 1 for the migration, 90 allowed: 16 workers (17 with the
-    surge) fit exactly, 17 do not; without the worker the same chart has room for them."""
+    """(8 + 1) x (8 + 1) for the service's pods (pool and readiness probe), 1 for the migration,
+    90 allowed: 7 workers (8 with the surge) fit exactly, 8 do not; without the worker the same
+    chart has room for them."""
     chart = chart_of(jobs_project)
-    assert _worker(render(chart, {"worker": {"replicaCount": 16}}))
+    assert _worker(render(chart, {"worker": {"replicaCount": 7}}))
     with pytest.raises(
         helm_python.HelmRenderError,
-        match=r"need 91 connections .* \+ 18 of worker pods incl\. surge \+ 1 migration",
+        match=r"need 91 connections .* \+ 9 of worker pods incl\. surge \+ 1 migration",
     ):
-        render(chart, {"worker": {"replicaCount": 17}})
-    off = render(chart, {"worker": {"replicaCount": 17, "enabled": False}})
+        render(chart, {"worker": {"replicaCount": 8}})
+    off = render(chart, {"worker": {"replicaCount": 8, "enabled": False}})
     assert [item for item in off if "worker" in item["metadata"]["name"]] == []
 
 
@@ -315,7 +318,7 @@ def test_with_secrets_as_files_the_webhook_secret_reaches_both_pods_as_a_file_no
     chart = chart_of(jobs_project)
     webhook = merge(WEBHOOK, {"worker": {"webhook": {"existingSecretKey": "signing-key"}}})
     values = merge({"database": {"existingSecret": "prod-db", "existingSecretKey": "url"}}, webhook)
-    as_variables = render(chart, values)
+    as_variables = render(chart, merge(values, {"secrets": {"asFiles": False}}))
     for deployment in (_worker(as_variables), _service(as_variables)):
         env = {item["name"]: item for item in _container(deployment)["env"]}
         reference = {"name": "shop-webhook", "key": "signing-key"}

@@ -10,10 +10,10 @@ from .baking import load_module
 from .charting import EVERYTHING_ON, find, render
 
 
-def test_deployment_is_one_worker_on_exactly_one_core_and_4gi(chart: Path) -> None:
+def test_deployment_is_one_worker_on_exactly_one_core_and_the_measured_memory(chart: Path) -> None:
     pod = find(render(chart), "Deployment")["spec"]["template"]["spec"]
     (container,) = pod["containers"]
-    cpu_and_memory = {"cpu": "1", "memory": "4Gi"}
+    cpu_and_memory = {"cpu": "1", "memory": "512Mi"}
     assert container["resources"] == {"requests": cpu_and_memory, "limits": cpu_and_memory}
     # The image's own `python -m <package>` runs: neither is overridden.
     assert "command" not in container
@@ -87,28 +87,30 @@ def test_pod_runs_non_root_on_a_read_only_root_with_a_tmp_volume(chart: Path) ->
             "readOnlyRootFilesystem": True,
             "capabilities": {"drop": ["ALL"]},
         }
-        (mount,) = container["volumeMounts"]
-        assert mount["mountPath"] == "/tmp"
-        assert {volume["name"]: volume for volume in pod["volumes"]}[mount["name"]]["emptyDir"]
+        mounts = {mount["mountPath"]: mount for mount in container["volumeMounts"]}
+        assert mounts.keys() == {"/tmp", "/run/secrets"}  # the only writable one, the Secrets
+        volumes = {volume["name"]: volume for volume in pod["volumes"]}
+        assert volumes[mounts["/tmp"]["name"]]["emptyDir"]
+        assert mounts["/run/secrets"]["readOnly"] is True
 
 
-def test_database_url_comes_from_a_secret_and_an_existing_one_is_used_as_is(chart: Path) -> None:
+def test_database_url_comes_from_the_users_secret_and_an_existing_one_is_used_as_is(
+    chart: Path,
+) -> None:
     def url_source(objects: list[dict[str, Any]]) -> dict[str, Any]:
         (container,) = find(objects, "Deployment")["spec"]["template"]["spec"]["containers"]
         (variable,) = [item for item in container["env"] if item["name"] == "DATABASE_URL"]
         assert "value" not in variable
         return dict(variable["valueFrom"]["secretKeyRef"])
 
-    created = render(chart, {"database": {"url": "postgresql://app:pw@db:5432/app"}})
-    secret = find(created, "Secret")
-    assert url_source(created) == {"name": secret["metadata"]["name"], "key": "DATABASE_URL"}
-    assert secret["stringData"] == {"DATABASE_URL": "postgresql://app:pw@db:5432/app"}
-    assert (
-        "pre-install" in secret["metadata"]["annotations"]["helm.sh/hook"]
-    )  # before the migration
+    as_variables = {"secrets": {"asFiles": False}}
+    named = render(chart, as_variables)
+    assert url_source(named) == {"name": "shop-inventory-service-database", "key": "DATABASE_URL"}
+    assert [item for item in named if item["kind"] == "Secret"] == []  # the user creates it
 
     existing = render(
-        chart, {"database": {"existingSecret": "prod-db", "existingSecretKey": "url"}}
+        chart,
+        {"database": {"existingSecret": "prod-db", "existingSecretKey": "url"}, **as_variables},
     )
     assert [item for item in existing if item["kind"] == "Secret"] == []
     assert url_source(existing) == {"name": "prod-db", "key": "url"}

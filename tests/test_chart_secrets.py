@@ -13,21 +13,24 @@ def _pod(objects: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]
     return spec, container
 
 
-def test_by_default_the_database_url_is_an_environment_variable_and_no_secret_is_mounted(
+def test_as_variables_the_database_url_is_an_environment_variable_and_no_secret_is_mounted(
     chart: Path,
 ) -> None:
-    spec, container = _pod(render(chart, {"database": {"url": "postgresql://app:pw@db/app"}}))
+    spec, container = _pod(render(chart, {"secrets": {"asFiles": False}}))
     assert "DATABASE_URL" in [variable["name"] for variable in container["env"]]
     assert "secrets" not in [volume["name"] for volume in spec["volumes"]]
+    (job,) = find(render(chart, {"secrets": {"asFiles": False}}), "Job")["spec"]["template"][
+        "spec"
+    ]["containers"]
+    assert [variable["name"] for variable in job["env"]] == ["DATABASE_URL"]
 
 
 def test_as_files_the_secret_is_mounted_read_only_where_the_service_looks_not_in_the_environment(
     chart: Path,
 ) -> None:
     values = {
-        "secrets": {"asFiles": True},
-        "database": {"existingSecret": "prod-db", "existingSecretKey": "url"},
-    }
+        "database": {"existingSecret": "prod-db", "existingSecretKey": "url"}
+    }  # files: default
     objects = render(chart, values)
     spec, container = _pod(objects)
     assert "DATABASE_URL" not in [variable["name"] for variable in container["env"]]

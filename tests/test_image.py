@@ -3,6 +3,7 @@ run outside a container with the Dockerfile's environment on a real PostgreSQL
 (tests/test_image_build.py builds and runs the image itself)."""
 
 import json
+import re
 import shlex
 import signal
 import subprocess
@@ -11,10 +12,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+import psutil
 import pytest
 import yaml
 
-from .baking import VENV_BIN, load_dev_module, run, tool_env
+from .baking import VENV_BIN, bake, load_dev_module, run, tool_env
 from .serving import scratch_database, wait_until_answering
 
 
@@ -144,8 +146,8 @@ def test_image_command_serves_and_drains_outside_a_container(
         )
         stop = getattr(signal, stop_signal)
         process.send_signal(stop)
-        # uvicorn drains, runs the lifespan shutdown, then re-raises the signal it caught: the
-        # exit status is "killed by SIGTERM" (143 in a container) after a clean shutdown.
+        # uvicorn drains, runs the lifespan shutdown, then re-raises the signal it caught: outside
+        # a PID namespace that ends the process (as PID 1 of a container it exits 0, below).
         output, _ = process.communicate(
             timeout=float(env.get("TIMEOUT_GRACEFUL_SHUTDOWN", "20")) + 10
         )
@@ -167,3 +169,60 @@ def _wait_until_ready(process: "subprocess.Popen[bytes]", url: str) -> None:
         raise AssertionError(
             f"the image command did not become ready: {output.decode()[-2000:]}"
         ) from None
+
+
+@pytest.mark.parametrize("python_version", ["3.11", "3.12", "3.13"])
+def test_base_images_are_pinned_by_digest_beside_their_tag_for_dependabot(
+    python_version: str, tmp_path: Path
+) -> None:
+    """A tag is moved by each rebuild upstream: the digest is what CI built on. Dependabot reads
+    `FROM name:tag@sha256:...` and moves both; it cannot follow an ARG in a FROM line."""
+    project = bake(tmp_path, python_version=python_version)
+    stages = [
+        line.split()[1]
+        for line in (project / "Dockerfile").read_text().splitlines()
+        if line.startswith("FROM ")
+    ]
+    assert len(stages) == 3
+    for image in stages:
+        assert re.fullmatch(r"[a-z0-9./-]+:[\w.-]+@sha256:[0-9a-f]{64}", image), image
+    assert stages[1] == stages[2]  # the build and the runtime: the same Python
+    assert stages[1].startswith(f"python:{python_version}.")
+
+
+def test_the_dependency_layer_survives_a_readme_edit(default_project: Path) -> None:
+    """Only pyproject.toml and uv.lock are copied before the dependencies are installed."""
+    text = (default_project / "Dockerfile").read_text()
+    before_dependencies = text.split("--no-install-project", 1)[0]
+    copied = [line for line in before_dependencies.splitlines() if line.startswith("COPY ")]
+    assert copied[-1] == "COPY pyproject.toml uv.loc[k] ./"
+    assert "README.md" not in "\n".join(copied)
+    assert "COPY README.md ./" in text.split("--no-install-project", 1)[1]
+
+
+def test_the_image_command_as_pid_1_drains_and_exits_0_on_sigterm(
+    default_project: Path, fresh_database: str
+) -> None:
+    """In a pod the server is PID 1 of its PID namespace: the SIGTERM uvicorn re-raises after its
+    drain has no default action there, so the container exits 0 (the guide says so)."""
+    migrate = run(default_project, "alembic", "upgrade", "heads", DATABASE_URL=fresh_database)
+    assert migrate.returncode == 0, migrate.stderr
+    image_env, command, _ = _dockerfile_runtime(default_project)
+    port = load_dev_module(default_project, "devdb").free_port()
+    env = tool_env(default_project, **{k: v for k, v in image_env.items() if k != "PATH"})
+    env |= {"DATABASE_URL": fresh_database, "PORT": str(port), "METRICS_PORT": "0"}
+    argv = ["unshare", "--pid", "--fork", "--kill-child", sys.executable, *command[1:]]
+    process = subprocess.Popen(
+        argv, cwd=default_project, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
+    try:
+        _wait_until_ready(process, f"http://127.0.0.1:{port}/readyz")
+        (server,) = psutil.Process(process.pid).children()
+        server.send_signal(signal.SIGTERM)  # what the kubelet sends to the container's PID 1
+        output, _ = process.communicate(timeout=40)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert b"pool_closed" in output
+    assert process.returncode == 0, output.decode()[-2000:]

@@ -1,15 +1,18 @@
 """The baked Dockerfile built and run for real, with buildah (no Docker engine needed).
 
-The two base images cannot be pulled here, so local stand-ins are made under the same names: a
-Debian bookworm minbase from debootstrap with Debian's python3.11, `passwd` and this machine's CA
-bundle (SSL_CERT_FILE points at it, as the machine's network requires) as
-`python:3.11-slim-bookworm`, and a scratch image holding the `uv` binary of the uv wheel as
-`ghcr.io/astral-sh/uv:0.9`. The Dockerfile builds unchanged. The stand-ins are kept in a buildah
+The two base images cannot be pulled here, so local stand-ins are made under the tags the
+Dockerfile pins: a Debian bookworm minbase from debootstrap with Debian's python3.11, `passwd` and
+this machine's CA bundle (SSL_CERT_FILE points at it, as the machine's network requires) as
+`python:3.11.16-slim-bookworm`, and a scratch image holding the `uv` binary of the uv wheel as
+`ghcr.io/astral-sh/uv:0.9.26`. The stand-ins cannot have the pinned digests, so the one change
+made to the Dockerfile is the `@sha256:...` of its FROM lines, taken off; the rest builds
+unchanged. The stand-ins are kept in a buildah
 store of the tests' own (~/.cache), so only the first run pays for debootstrap (about 80 s).
 """
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -34,8 +37,9 @@ pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="buildah's store and debootstrap need root"),
 ]
 STORE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "fastapi-1core" / "buildah"
-BASE = "python:3.11-slim-bookworm"
-UV = "ghcr.io/astral-sh/uv:0.9"
+BASE = "python:3.11.16-slim-bookworm"
+UV = "ghcr.io/astral-sh/uv:0.9.26"
+PINNED = re.compile(r"^(FROM \S+)@sha256:[0-9a-f]{64}", re.MULTILINE)
 IMAGE = "inventory-service:test"
 MIRROR = "http://deb.debian.org/debian"
 # buildah on the tests' own store of images (see above).
@@ -76,6 +80,10 @@ def _python_stand_in(work: Path) -> None:
         "usr/share/locale",
     ):
         shutil.rmtree(rootfs / junk, ignore_errors=True)
+    # The official image ships the standard library without bytecode (its Dockerfile deletes
+    # every .pyc); Debian's packages compile it at install: removed, as there.
+    for cache in (rootfs / "usr" / "lib" / "python3.11").rglob("__pycache__"):
+        shutil.rmtree(cache)
     (rootfs / "etc" / "ssl" / "certs").mkdir(parents=True, exist_ok=True)
     shutil.copy2(
         "/etc/ssl/certs/ca-certificates.crt",
@@ -117,6 +125,8 @@ def image(
     context = Path(
         shutil.copytree(default_project, work / "context", ignore=shutil.ignore_patterns("results"))
     )
+    dockerfile = context / "Dockerfile"
+    dockerfile.write_text(PINNED.sub(r"\1", dockerfile.read_text()))  # the stand-ins' names
     started = time.monotonic()
     buildah(
         "bud",
@@ -238,3 +248,23 @@ def test_image_size_and_build_time_are_reported(image: dict[str, float | str]) -
     assert float(image["build_seconds"]) < 300
     assert str(image["image_size"]).endswith("MB")
     assert sys.platform == "linux"
+
+
+def test_the_standard_library_is_compiled_into_the_image(image: dict[str, float | str]) -> None:
+    """The root filesystem is read-only in the pod: bytecode missing from the image would be
+    compiled again at every start."""
+    script = (
+        "import importlib.util, json, os, sysconfig\n"
+        "names = ['json/__init__', 'asyncio/base_events', 'email/message', 'http/client']\n"
+        "stdlib = sysconfig.get_path('stdlib')\n"
+        "sources = [os.path.join(stdlib, name + '.py') for name in names]\n"
+        "print(json.dumps([os.path.exists(importlib.util.cache_from_source(s)) for s in sources]))"
+    )
+    container = buildah("from", "--pull=never", IMAGE)
+    try:
+        cached = json.loads(
+            buildah("run", "--isolation", "chroot", container, "--", "python", "-c", script)
+        )
+    finally:
+        buildah("rm", container)
+    assert cached == [True] * 4

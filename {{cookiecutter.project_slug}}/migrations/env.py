@@ -1,15 +1,18 @@
 """Alembic runs the SQL migrations against DATABASE_URL through psycopg (deploy time only)."""
 
 import os
+from pathlib import Path
 
 from alembic import context
 from sqlalchemy import create_engine, pool
 
 
 def _url() -> str:
-    url = os.environ.get("DATABASE_URL")
+    # The variable, else the file of a Secret mounted in SECRETS_DIR (the chart's migration Job).
+    secret = Path(os.environ.get("SECRETS_DIR", "/run/secrets")) / "DATABASE_URL"
+    url = os.environ.get("DATABASE_URL") or (secret.read_text().strip() if secret.is_file() else "")
     if not url:
-        raise SystemExit("DATABASE_URL is not set: nothing to migrate")
+        raise SystemExit(f"DATABASE_URL is not set, nor in {secret}: nothing to migrate")
     # The same URL the service uses, pointed at SQLAlchemy's psycopg 3 dialect.
     for prefix in ("postgresql://", "postgres://"):
         if url.startswith(prefix):

@@ -41,15 +41,24 @@ def readme(chart: Path) -> str:
         "     edit those and run `make chart-readme`. -->",
         "",
         "```",
-        f"helm upgrade --install RELEASE deploy/helm/{meta['name']} --set database.existingSecret=SECRET{% if cookiecutter.auth != "none" %} \\{% endif %}",
+        f"helm upgrade --install RELEASE deploy/helm/{meta['name']} --wait --atomic --timeout 10m \\",
+        "  --set image.repository=REGISTRY/IMAGE --set image.digest=sha256:DIGEST \\",
+        "  --set database.existingSecret=SECRET{% if cookiecutter.auth != "none" %} \\{% endif %}",
 {%- if cookiecutter.auth == "api_key" %}
         "  --set auth.apiKey.existingSecret=KEYS_SECRET    # holding API_KEY_HASHES",
 {%- elif cookiecutter.auth == "jwt" %}
         "  --set auth.jwt.issuer=ISSUER --set auth.jwt.audience=AUDIENCE \\",
         "  --set auth.jwt.jwksUrl=https://ISSUER/JWKS_PATH",
 {%- endif %}
+{%- if cookiecutter.auth == "none" %}
         "helm test RELEASE    # /readyz and a create-read-delete round trip through the Service",
+{%- else %}
+        "helm test RELEASE    # /readyz, and a read and a write without credentials refused (401)",
+{%- endif %}
         "```",
+        "",
+        "`--wait --atomic` (Helm 4: `--rollback-on-failure`) rolls back a release whose pods never",
+        "become ready. The migration Job runs on install and on an upgrade to another image only.",
         "",
         "`values.schema.json` refuses values outside the ranges below; the checks that compare two",
         "values (the connection budget, the shutdown timings, the ports) stop `helm template` with a",

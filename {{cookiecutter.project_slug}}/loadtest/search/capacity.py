@@ -17,8 +17,6 @@ from typing import Any
 from ..plan import Budget, CapacityAssumptions
 from .knee import Verdict
 
-MIN_BACKLOG = 64
-
 
 @dataclass(frozen=True)
 class Capacity:
@@ -30,7 +28,6 @@ class Capacity:
     serving_fraction: float
     serve_at_rps: float
     max_in_flight: int
-    backlog: int
     pool_min_size: int
     pool_max_size: int
     target_rps_per_pod: int
@@ -58,8 +55,10 @@ def size(
     # capacity x the p99 budget it would miss the budget anyway, so it is refused at once instead.
     # Never below the knee concurrency, where the pod reaches its best throughput.
     max_in_flight = max(knee_concurrency + 1, math.ceil(slo_rps * max_p99_ms / 1000))
-    # Connections the pod can drain within the p99 budget at capacity; more would only wait.
-    backlog = max(MIN_BACKLOG, math.ceil(slo_rps * max_p99_ms / 1000))
+    # No BACKLOG here: the listen queue holds connections not yet accepted, not requests. The
+    # loop accepts them within microseconds, and MAX_IN_FLIGHT turns excess requests into fast
+    # 503s; a short queue would only drop the SYNs of a burst of new connections (a client
+    # retrying after a second), so the chart's large default stays.
     # Each in-flight request holds at most one connection: the knee concurrency is the most the
     # pool can usefully have. Warm connections = those busy at the serving load (Little's law).
     pool_max = max(2, knee_concurrency)
@@ -76,7 +75,6 @@ def size(
         serving_fraction=serving_fraction,
         serve_at_rps=round(serve_at, 1),
         max_in_flight=max_in_flight,
-        backlog=backlog,
         pool_min_size=pool_min,
         pool_max_size=pool_max,
         target_rps_per_pod=math.floor(serve_at),
@@ -100,7 +98,6 @@ def describe(capacity: Capacity) -> str:
             " concurrent):",
             f"  serve at            {c.serve_at_rps:,.0f} RPS ({c.serving_fraction:.0%} of the SLO capacity)",
             f"  MAX_IN_FLIGHT       {c.max_in_flight} (SLO capacity x p99 budget)",
-            f"  BACKLOG             {c.backlog}",
             f"  pool size           {c.pool_min_size}..{c.pool_max_size}",
             f"  HPA target          {c.target_rps_per_pod} RPS per pod",
             f"  concurrent users    {c.concurrent_users:,} (think time {a['think_time_s']} s)",
@@ -119,20 +116,15 @@ def helm_values(capacity: Capacity, source: str) -> str:
             f" {capacity.max_p99_ms:g} ms on one core.",
             "server:",
             f"  maxInFlight: {capacity.max_in_flight}",
-            f"  backlog: {capacity.backlog}",
             "database:",
             f"  poolMinSize: {capacity.pool_min_size}",
             f"  poolMaxSize: {capacity.pool_max_size}",
             "autoscaling:",
+            "  # The HPA scales on CPU until the RPS metric is on: set rpsMetric.enabled to true once",
+            "  # a metrics adapter serves http_requests_per_second (docs/deploying.md).",
+            "  rpsMetric:",
+            "    enabled: false",
             f"  targetRPSPerPod: {capacity.target_rps_per_pod}",
-            "# The conditions of the measurement: one core, 4 GB.",
-            "resources:",
-            "  requests:",
-            '    cpu: "1"',
-            "    memory: 4Gi",
-            "  limits:",
-            '    cpu: "1"',
-            "    memory: 4Gi",
             "",
         ]
     )

@@ -130,10 +130,13 @@ class Database:
     def __init__(
         self,
         pool: "asyncpg.Pool[Record]",
+        probe: "ProbeConnection",
         acquire_timeout: float,
         on_acquire_wait: Callable[[float], None] | None = None,
     ) -> None:
         self.pool = pool
+        # The readiness probe's connection, outside the pool (ProbeConnection says why).
+        self.probe = probe
         self.acquire_timeout = acquire_timeout
         # Called with the seconds each acquire waited (the pool wait metric).
         self.on_acquire_wait = on_acquire_wait
@@ -162,19 +165,71 @@ class Database:
                 "timezone": "UTC",
             },
         )
-        return cls(pool, settings.pool_acquire_timeout, on_acquire_wait)
+        probe = ProbeConnection(settings.dsn, f"{application_name}-probe")
+        return cls(pool, probe, settings.pool_acquire_timeout, on_acquire_wait)
 
     def connection(self) -> _Lease:
         return _Lease(self)
 
     async def ping(self, within: float) -> None:
-        """Raise unless a pooled connection answers SELECT 1 within `within` seconds."""
-        async with self.pool.acquire(timeout=within) as connection:
-            await connection.fetchval("SELECT 1", timeout=within)
+        """Raise unless the database answers SELECT 1 within `within` seconds, on the probe's own
+        connection: never a pooled one, which a slow table can hold."""
+        await self.probe.ping(within)
 
     async def close(self, within: float = 10.0) -> None:
+        await self.probe.close()
         # close() waits for borrowed connections; a stuck one must not block shutdown forever.
         try:
             await asyncio.wait_for(self.pool.close(), within)
         except TimeoutError:
             self.pool.terminate()
+
+
+class ProbeConnection:
+    """One connection of the readiness probe's own, outside the pool, opened at the first ping
+    and again after any failure.
+
+    Readiness asks whether this pod can reach the database, not whether the pool has a free
+    connection: when one slow table holds every pooled connection, a probe that waits for one
+    fails on every pod at once, and every pod leaves the Service while the healthy routes could
+    still be served (POOL_ACQUIRE_TIMEOUT turns the slow ones into 503s). One connection more
+    per pod, counted in the chart's connection arithmetic.
+    """
+
+    __slots__ = ("_application_name", "_connection", "_dsn", "_lock")
+
+    def __init__(self, dsn: str, application_name: str) -> None:
+        self._dsn = dsn
+        self._application_name = application_name
+        self._connection: asyncpg.Connection[Record] | None = None
+        # Probes that overlap (startup, readiness, a person with curl) take turns on it.
+        self._lock = asyncio.Lock()
+
+    async def ping(self, within: float) -> None:
+        """Raise unless SELECT 1 is answered within `within` seconds, the connect included."""
+        async with asyncio.timeout(within), self._lock:
+            connection = self._connection
+            if connection is None or connection.is_closed():
+                # No named statement: behind PgBouncer in transaction pooling the next ping may
+                # reach another server connection, where it would not exist.
+                connection = self._connection = await asyncpg.connect(
+                    self._dsn,
+                    statement_cache_size=0,
+                    server_settings={"application_name": self._application_name},
+                )
+            try:
+                await connection.fetchval("SELECT 1")
+            except BaseException:
+                # A query cut by the timeout leaves the protocol mid-message: never reuse it.
+                self._connection = None
+                connection.terminate()
+                raise
+
+    async def close(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            # Said goodbye to, unless the database is not answering: then cut.
+            try:
+                await connection.close(timeout=1.0)
+            except Exception:  # closing a connection that is gone already
+                connection.terminate()

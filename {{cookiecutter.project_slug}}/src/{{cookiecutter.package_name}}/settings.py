@@ -114,8 +114,16 @@ class Settings(EnvironmentThenSecretFiles):
         description="Bytes of a refused (413) body read and discarded so that a client still "
         "sending receives the 413 instead of a reset; a longer body gets its connection closed.",
     )
+    # Above the idle timeout of the balancer in front (AWS ALB and ingress-nginx's upstream
+    # keepalive: 60 s): the balancer must close an idle connection before the server does, or it
+    # reuses one the server is closing and its client gets a 502 (not retried for a POST).
     timeout_keep_alive: float = Field(
-        5, gt=0, le=3600, description="Seconds an idle keep-alive connection is kept open."
+        75,
+        gt=0,
+        le=3600,
+        description="Seconds an idle keep-alive connection is kept open: above the idle timeout "
+        "of the load balancer in front (60 s for AWS ALB and ingress-nginx; 620 behind Google's "
+        "load balancer, whose is 600 s).",
     )
     timeout_graceful_shutdown: float = Field(
         20, gt=0, le=3600, description="Seconds in-flight requests get to finish on SIGTERM."

@@ -1,4 +1,7 @@
-"""Liveness never touches the database; readiness asks it one cheap question."""
+"""Liveness never touches the database; readiness asks it one cheap question, on a connection of
+its own (db.py `ProbeConnection`), never a pooled one that a slow table can hold. The kubelet
+probes these on the metrics port (serving/probes.py), out of the traffic port's connection cap;
+here they answer balancers and people that ask the traffic port."""
 
 import structlog
 from fastapi import Response
@@ -23,7 +26,7 @@ async def healthz() -> JSONBytesResponse:
 
 @router.get(
     READINESS_PATH,
-    summary="Readiness: the database answers within a second",
+    summary="Readiness: the database answers within a second, on the probe's own connection",
     responses={503: {"description": "Database unavailable"}},
 )
 async def readyz(database: DatabaseDep) -> Response:

@@ -28,6 +28,7 @@ from .resources import ROUTERS
 
 if TYPE_CHECKING:
     from ..observability.tracing import Tracing
+    from .probes import Probes
 
 APPLICATION_NAME = "{{ cookiecutter.project_slug }}"
 logger = structlog.get_logger(__name__)
@@ -62,9 +63,11 @@ def create_app(
     *,
     metrics: Metrics | None = None,
     tracing: "Tracing | None" = None,
+    probes: "Probes | None" = None,
 ) -> FastAPI:
     """The app; `metrics` and `tracing` are made from the settings unless given (the server and
-    the tests pass their own to read them)."""
+    the tests pass their own to read them). `probes` (the server's, on the metrics port) get the
+    database while the lifespan holds it."""
     settings = settings or Settings()
     configure_logging(settings)
     metrics = metrics or Metrics()
@@ -86,6 +89,8 @@ def create_app(
         unwatch_collector = metrics.watch_collector()
         sweeping = asyncio.create_task(sweep_expired_keys(database, IDEMPOTENCY_SWEEP_SECONDS))
         _tune_gc()
+        if probes is not None:
+            probes.database = database
         try:
 {%- if cookiecutter.auth == "jwt" %}
             async with verifying_tokens(settings) as verifier:
@@ -94,6 +99,8 @@ def create_app(
             yield {STATE_KEY: ServiceState(database, settings)}
 {%- endif %}
         finally:
+            if probes is not None:
+                probes.database = None
             for task in (sweeping, loop_lag):
                 task.cancel()
                 with suppress(asyncio.CancelledError):

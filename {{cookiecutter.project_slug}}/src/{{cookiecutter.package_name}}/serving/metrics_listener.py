@@ -12,7 +12,7 @@ server it opens accepts connections on its own.
 
 import asyncio
 import socket
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Protocol
 
@@ -20,7 +20,7 @@ import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 
 # A scraper opens one connection at a time; a few more leave room for a person with curl.
 _MAX_CONNECTIONS = 8
@@ -34,9 +34,9 @@ class Scraped(Protocol):
     def endpoint(self) -> Callable[[Request], Awaitable[Response]]: ...
 
 
-def metrics_app(metrics: Scraped) -> Starlette:
-    """GET /metrics and nothing else (404 for any other path)."""
-    return Starlette(routes=[Route(METRICS_PATH, metrics.endpoint(), methods=["GET"])])
+def metrics_app(metrics: Scraped, routes: Sequence[BaseRoute] = ()) -> Starlette:
+    """GET /metrics, and `routes` (the probes: serving/probes.py); 404 for any other path."""
+    return Starlette(routes=[Route(METRICS_PATH, metrics.endpoint(), methods=["GET"]), *routes])
 
 
 def _bound_socket(host: str, port: int) -> socket.socket:
@@ -54,9 +54,15 @@ def _bound_socket(host: str, port: int) -> socket.socket:
 
 @asynccontextmanager
 async def metrics_listener(
-    metrics: Scraped, host: str, port: int, *, protocol: type[asyncio.Protocol]
+    metrics: Scraped,
+    host: str,
+    port: int,
+    *,
+    protocol: type[asyncio.Protocol],
+    routes: Sequence[BaseRoute] = (),
 ) -> AsyncIterator[int | None]:
-    """Serve /metrics on host:port while the block runs; yield the bound port (None when port=0).
+    """Serve /metrics (and `routes`) on host:port while the block runs; yield the bound port
+    (None when port=0).
 
     `protocol` is the traffic port's (protocol.py `guarded_protocol`): the same head and body
     deadlines and head size limit. Without them a few silent connections held every one of the
@@ -67,7 +73,7 @@ async def metrics_listener(
         return
     sock = _bound_socket(host, port)
     config = uvicorn.Config(
-        metrics_app(metrics),
+        metrics_app(metrics, routes),
         lifespan="off",
         log_config=None,  # the service's logging is configured once, by the service
         access_log=False,

@@ -17,6 +17,7 @@ from .app import create_app
 from .metrics_listener import metrics_listener
 from .middleware.edge.request_id import HEADER as REQUEST_ID_HEADER
 from .middleware.edge.security_headers import EVERY_HEADER
+from .probes import Probes
 from .protocol import guarded_protocol
 
 logger = structlog.get_logger(__name__)
@@ -107,10 +108,17 @@ def http_config(settings: Settings, app: ASGIApp) -> uvicorn.Config:
     )
 
 
-async def _serve(server: uvicorn.Server, metrics: Metrics, settings: Settings) -> None:
-    """The traffic server, with the /metrics listener on METRICS_PORT beside it."""
+async def _serve(
+    server: uvicorn.Server, metrics: Metrics, probes: Probes, settings: Settings
+) -> None:
+    """The traffic server, with the /metrics listener on METRICS_PORT beside it; the kubelet's
+    probes are served there too, out of the traffic port's connection cap (probes.py)."""
     async with metrics_listener(
-        metrics, settings.host, settings.metrics_port, protocol=guarded_protocol(settings)
+        metrics,
+        settings.host,
+        settings.metrics_port,
+        protocol=guarded_protocol(settings),
+        routes=probes.routes(),
     ):
         await server.serve()
 
@@ -121,12 +129,13 @@ def run(settings: Settings) -> bool:
     use_problem_json_for_overload()
     check_known_headers_once()
     metrics = Metrics()
-    app: FastAPI = create_app(settings, metrics=metrics)
+    probes = Probes()
+    app: FastAPI = create_app(settings, metrics=metrics, probes=probes)
     config = http_config(settings, app)
-    server = uvicorn.Server(config)
+    server = probes.server = uvicorn.Server(config)
     with (
         contextlib.suppress(KeyboardInterrupt),
         asyncio.Runner(loop_factory=config.get_loop_factory()) as runner,
     ):
-        runner.run(_serve(server, metrics, settings))
+        runner.run(_serve(server, metrics, probes, settings))
     return server.started

@@ -31,6 +31,7 @@ from ..serving.metrics_listener import metrics_listener
 from ..serving.protocol import guarded_protocol
 from ..settings import Settings
 from .metrics import DEPTH, JobMetrics
+from .probes import WorkerProbes
 from .webhook import deliver
 
 logger = structlog.get_logger(__name__)
@@ -82,14 +83,27 @@ def queue(
     return pgq
 
 
-async def _sample_depth(pgq: PgQueuer, metrics: JobMetrics) -> None:
+async def _sample_depth(pgq: PgQueuer, metrics: JobMetrics, probes: WorkerProbes) -> None:
+    """The queue's depth for /metrics, read on the worker's own connection: each read that
+    succeeds is also what makes the worker ready (connected, its queue table there)."""
     while True:
-        metrics.record_depth(await pgq.connection.fetch(DEPTH))
+        try:
+            rows = await pgq.connection.fetch(DEPTH)
+        except Exception as error:  # the run itself notices a lost connection and reconnects
+            probes.taking_jobs = False
+            logger.warning("queue_depth_unread", error=str(error))
+        else:
+            metrics.record_depth(rows)
+            probes.taking_jobs = True
         await asyncio.sleep(DEPTH_EVERY_SECONDS)
 
 
 async def _run_once(
-    settings: Settings, client: httpx.AsyncClient, metrics: JobMetrics, stop: asyncio.Event
+    settings: Settings,
+    client: httpx.AsyncClient,
+    metrics: JobMetrics,
+    stop: asyncio.Event,
+    probes: WorkerProbes,
 ) -> None:
     connection = await asyncpg.connect(
         settings.dsn, server_settings={"application_name": "worker", "timezone": "UTC"}
@@ -98,7 +112,7 @@ async def _run_once(
         pgq = queue(connection, settings, client, metrics)
         relay = asyncio.create_task(stop.wait())
         relay.add_done_callback(lambda _: pgq.shutdown.set())
-        depth = asyncio.create_task(_sample_depth(pgq, metrics))
+        depth = asyncio.create_task(_sample_depth(pgq, metrics, probes))
         try:
             await pgq.run(
                 dequeue_timeout=timedelta(seconds=settings.jobs_poll_seconds),
@@ -113,21 +127,28 @@ async def _run_once(
             relay.cancel()
             depth.cancel()
     finally:
+        probes.taking_jobs = False
         connection.terminate()
 
 
 async def work(settings: Settings, stop: asyncio.Event, metrics: JobMetrics) -> None:
-    """Run jobs until `stop` is set; connect again whenever the connection is lost."""
+    """Run jobs until `stop` is set; connect again whenever the connection is lost. Beside
+    /metrics, the probes say whether the worker is taking jobs (probes.py)."""
+    probes = WorkerProbes(stop)
     pause = 0.5
     async with (
         httpx.AsyncClient() as client,
         metrics_listener(
-            metrics, settings.host, settings.metrics_port, protocol=guarded_protocol(settings)
+            metrics,
+            settings.host,
+            settings.metrics_port,
+            protocol=guarded_protocol(settings),
+            routes=probes.routes(),
         ),
     ):
         while not stop.is_set():
             try:
-                await _run_once(settings, client, metrics, stop)
+                await _run_once(settings, client, metrics, stop, probes)
                 pause = 0.5
             except Exception as error:  # the database away for a while must not end the worker
                 logger.warning("worker_connection_lost", error=str(error), retry_in=pause)

@@ -64,6 +64,11 @@ def test_the_helm_override_uses_the_chart_keys(tmp_path: Path) -> None:
     for line in ("server:", "  maxInFlight: 50", "database:", "  poolMinSize: 7",
                  "  poolMaxSize: 16", "autoscaling:", "  targetRPSPerPod: 700"):  # fmt: skip
         assert f"\n{line}\n" in text
+    # The listen queue is not a request queue: the chart's default stays.
+    assert "backlog" not in text
+    # The target is written with the switch that makes the HPA use it, off until an adapter serves
+    # the metric: the file says the HPA stays on CPU rather than implying otherwise.
+    assert "\n  rpsMetric:\n    enabled: false\n" in text
 
 
 def _scenario(slo_rps: float) -> dict[str, object]:

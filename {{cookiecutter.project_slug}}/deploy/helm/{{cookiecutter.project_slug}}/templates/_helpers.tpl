@@ -50,14 +50,42 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 
 {{/*
-checksum/secret: a new value rolls the pods. When the chart writes the Secret, the hash of that
-manifest; otherwise the hash of the live Secret's key, read by `lookup` at install/upgrade time (so
-a rotated Secret rolls the pods on the next `helm upgrade`; `helm template` has no cluster and hashes
-nothing).
+Whether this release runs the migration Job: "true" on install, with a tag alone (what it names
+may have moved), with migrations.always, and when `live` (the release's Deployment as the cluster
+has it, from `lookup`) does not carry this very image in its migrated-image annotation. Else
+empty: a values-only upgrade (replicas, log level) does not wait on the database.
+
+Why skipping is safe (a pod never serves a schema older than its code): the annotation is written
+only by a release that had migrations on, and the Deployment only changes once the pre-upgrade
+Job has succeeded (a failed one stops the upgrade before any object changes). So a live
+Deployment naming digest D was written by a release that ran D's migrations, or that skipped them
+because the one before it named D: by induction, D's migrations ran to the end, and the schema
+only moves forward. `helm template` and Argo CD have no cluster to look up: the Job always runs.
+--no-hooks breaks the chain: after it, upgrade once with migrations.always.
+*/}}
+{{- define "app.migrationNeeded" -}}
+{{- $root := .root }}
+{{- $migrations := $root.Values.migrations }}
+{{- if $migrations.enabled }}
+{{- if or $root.Release.IsInstall $migrations.always (not $root.Values.image.digest) }}true
+{{- else }}
+{{- $annotations := (((.live | default dict).metadata | default dict).annotations | default dict) }}
+{{- if ne (index $annotations (include "app.migratedImageKey" $root) | default "") (include "app.image" $root) }}true{{ end }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "app.migratedImageKey" -}}migrations.{{ include "app.name" . }}/image{{- end }}
+
+{{/*
+checksum/secret: a new value rolls the pods: the hash of the live database Secret's key, read by
+`lookup` at install/upgrade time (so a rotated Secret rolls the pods on the next `helm upgrade`;
+`helm template` has no cluster and hashes nothing). The chart never writes that Secret: a URL given
+as a value would be kept in every revision of Helm's release history.
 */}}
 {{- define "app.secretChecksum" -}}
 {{- $db := .Values.database }}
-{{- include "app.checksumOfSecret" (dict "root" . "created" (and (not $db.existingSecret) $db.url) "template" "secret.yaml" "name" (include "app.databaseSecret" .) "key" $db.existingSecretKey) }}
+{{- include "app.checksumOfSecret" (dict "root" . "created" false "template" "" "name" (include "app.databaseSecret" .) "key" $db.existingSecretKey) }}
 {{- end }}
 
 {{/* checksum/api-keys (auth=api_key bakes): the same for the Secret of API_KEY_HASHES. */}}
@@ -86,6 +114,19 @@ live Secret `name`. */}}
 {{- end }}
 {{- end }}
 
+{{/*
+imagePullPolicy: as set, else IfNotPresent for an image pinned by digest (it cannot change under a
+node) and Always for a tag alone (a node holding an older image under the same tag would run it,
+the migration Job's pod too). An explicit IfNotPresent or Never with a tag alone is refused.
+*/}}
+{{- define "app.pullPolicy" -}}
+{{- $image := .Values.image }}
+{{- if and (not $image.digest) $image.pullPolicy (ne $image.pullPolicy "Always") }}
+{{- fail (printf "image.pullPolicy %s with a tag alone lets each node run whatever it cached under %s: deploy by digest (--set image.digest=sha256:..., printed by the image's CI run) or pull the tag every time (image.pullPolicy Always)" $image.pullPolicy (include "app.image" .)) }}
+{{- end }}
+{{- $image.pullPolicy | default (ternary "IfNotPresent" "Always" (not (empty $image.digest))) }}
+{{- end }}
+
 {{/* repository:tag, pinned to a digest when image.digest is set (the digest is what runs). */}}
 {{- define "app.image" -}}
 {{- $reference := printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
@@ -106,8 +147,9 @@ live Secret `name`. */}}
 
 {{/*
 Checks that a JSON schema cannot express, because they compare two values.
-  connections: (max replicas + maxSurge) x poolMaxSize + worker connections + 1 migration
-               connection must fit in maxConnections - reservedConnections;
+  connections: (max replicas + maxSurge) x (poolMaxSize + 1 readiness probe connection) +
+               worker connections + 1 migration connection must fit in
+               maxConnections - reservedConnections;
   worker:      (jobs=postgres) its grace period and heartbeat timeout outlast the longest job;
                a webhook URL has its Secret and, with networkPolicy, its receiver's peers;
   pool:        poolMinSize <= poolMaxSize;
@@ -126,11 +168,11 @@ Checks that a JSON schema cannot express, because they compare two values.
 {{- end }}
 {{- $pods := add $replicas (int .Values.strategy.maxSurge) }}
 {{- $workers := include "app.workerConnections" . | int }}
-{{- $needed := add (mul $pods (int $db.poolMaxSize)) $workers 1 }}
+{{- $needed := add (mul $pods (add1 (int $db.poolMaxSize))) $workers 1 }}
 {{- $budget := sub (int $db.maxConnections) (int $db.reservedConnections) }}
 {{- if gt $needed $budget }}
 {{- $ofWorkers := ternary (printf " + %d of worker pods incl. surge" $workers) "" (gt $workers 0) }}
-{{- fail (printf "database pools need %d connections ((%d pods incl. surge) x poolMaxSize %d%s + 1 migration) but the database allows %d (maxConnections %d - reservedConnections %d): lower database.poolMaxSize or the replica ceiling, or put PgBouncer in front" $needed $pods (int $db.poolMaxSize) $ofWorkers $budget (int $db.maxConnections) (int $db.reservedConnections)) }}
+{{- fail (printf "database pools need %d connections ((%d pods incl. surge) x (poolMaxSize %d + 1 readiness probe)%s + 1 migration) but the database allows %d (maxConnections %d - reservedConnections %d): lower database.poolMaxSize or the replica ceiling, or put PgBouncer in front" $needed $pods (int $db.poolMaxSize) $ofWorkers $budget (int $db.maxConnections) (int $db.reservedConnections)) }}
 {{- end }}
 {{- with include "app.workerEnabled" . }}
 {{- $worker := $.Values.worker }}
@@ -144,6 +186,12 @@ Checks that a JSON schema cannot express, because they compare two values.
 {{- if and $worker.webhook.url (not $worker.webhook.existingSecret) }}
 {{- fail "worker.webhook.url needs worker.webhook.existingSecret, the Secret holding WEBHOOK_SECRET" }}
 {{- end }}
+{{- if and $worker.autoscaling.enabled (not $.Values.metrics.serviceMonitor.enabled) }}
+{{- fail "worker.autoscaling.enabled needs metrics.serviceMonitor.enabled: the queue depth it scales on is the workers' scraped jobs_in_queue" }}
+{{- end }}
+{{- if gt (int $worker.autoscaling.minReplicas) (int $worker.autoscaling.maxReplicas) }}
+{{- fail (printf "worker.autoscaling.minReplicas (%d) exceeds worker.autoscaling.maxReplicas (%d)" (int $worker.autoscaling.minReplicas) (int $worker.autoscaling.maxReplicas)) }}
+{{- end }}
 {{- if and $.Values.networkPolicy.enabled $worker.webhook.url (not $.Values.networkPolicy.webhook.to) }}
 {{- fail "networkPolicy.enabled with worker.webhook.url needs networkPolicy.webhook.to, the peers where the webhook receiver is (an empty list would let the worker pods out to anywhere)" }}
 {{- end }}
@@ -153,6 +201,17 @@ Checks that a JSON schema cannot express, because they compare two values.
 {{- end }}
 {{- if gt (int $db.poolMinSize) (int $db.poolMaxSize) }}
 {{- fail (printf "database.poolMinSize (%d) exceeds database.poolMaxSize (%d)" (int $db.poolMinSize) (int $db.poolMaxSize)) }}
+{{- end }}
+{{- $memory := dict }}
+{{- range $side := list "requests" "limits" }}
+{{- $quantity := index (index $.Values.resources $side) "memory" }}
+{{- $_ := set $memory $side (mul (trimSuffix "Gi" (trimSuffix "Mi" $quantity) | int) (ternary 1024 1 (hasSuffix "Gi" $quantity))) }}
+{{- end }}
+{{- if ne $memory.requests $memory.limits }}
+{{- fail (printf "resources.requests.memory (%dMi) must equal resources.limits.memory (%dMi): Guaranteed QoS, memory that cannot be overcommitted" $memory.requests $memory.limits) }}
+{{- end }}
+{{- if lt $memory.limits 256 }}
+{{- fail (printf "resources.limits.memory (%dMi) is below 256Mi: the server alone peaks near 70 MiB under load, before any headroom (docs/sizing.md)" $memory.limits) }}
 {{- end }}
 {{- $drain := add (int .Values.shutdown.preStopSleepSeconds) (int .Values.server.timeoutGracefulShutdown) 10 }}
 {{- if le (int .Values.shutdown.terminationGracePeriodSeconds) $drain }}
@@ -260,10 +319,13 @@ else empty.
 {{- if (.Values.worker | default dict).enabled }}true{{ end }}
 {{- end }}
 
-{{/* Connections of the worker pods, a rolling update's surge included: one each (the queue's). */}}
+{{/* Connections of the worker pods, a rolling update's surge included: one each (the queue's),
+at most worker.autoscaling.maxReplicas pods when the queue scales them. */}}
 {{- define "app.workerConnections" -}}
 {{- if include "app.workerEnabled" . }}
-{{- add (int .Values.worker.replicaCount) (int .Values.strategy.maxSurge) }}
+{{- $worker := .Values.worker }}
+{{- $pods := ternary $worker.autoscaling.maxReplicas $worker.replicaCount $worker.autoscaling.enabled }}
+{{- add (int $pods) (int .Values.strategy.maxSurge) }}
 {{- else }}0{{ end }}
 {{- end }}
 
@@ -346,6 +408,28 @@ URL with API_KEY_HASHES or WEBHOOK_SECRET) share the one folder through a projec
             - key: {{ .key }}
               path: {{ .path }}
       {{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+topologySpreadConstraints of the pods whose selector labels are `selector`: one per key of
+topologySpread.topologyKeys (nodes, then zones), each counting only the pods of the same
+ReplicaSet (matchLabelKeys: pod-template-hash), so a rollout's new pods are spread among
+themselves rather than around the old ones about to leave. Empty when off.
+*/}}
+{{- define "app.topologySpread" -}}
+{{- $spread := .root.Values.topologySpread }}
+{{- if $spread.enabled }}
+{{- range $spread.topologyKeys }}
+- maxSkew: {{ $spread.maxSkew }}
+  topologyKey: {{ . }}
+  whenUnsatisfiable: {{ $spread.whenUnsatisfiable }}
+  labelSelector:
+    matchLabels:
+      {{- $.selector | nindent 6 }}
+  matchLabelKeys:
+    - pod-template-hash
 {{- end }}
 {{- end }}
 {{- end }}

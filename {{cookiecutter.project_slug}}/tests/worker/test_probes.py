@@ -1,0 +1,60 @@
+"""worker/probes.py: the worker's readiness says whether it takes jobs, not only that its loop
+runs; against real worker processes and a real PostgreSQL."""
+
+import asyncio
+import time
+from pathlib import Path
+
+import httpx
+from devdb import free_port
+
+from .workers import worker
+
+# Nothing listens there: the worker loops on worker_connection_lost.
+UNREACHABLE = "postgresql://app:pw@127.0.0.1:{port}/app"
+
+
+async def _status_until(url: str, wanted: int, seconds: float) -> int:
+    """GET `url` until it answers `wanted` or `seconds` pass (polled: a worker connecting offers
+    no event to wait on); the last status."""
+    deadline = time.monotonic() + seconds
+    status = 0
+    async with httpx.AsyncClient(timeout=2) as http:
+        while time.monotonic() < deadline:
+            try:
+                status = (await http.get(url)).status_code
+            except httpx.TransportError:
+                status = 0  # the listener is not up yet
+            if status == wanted:
+                return status
+            await asyncio.sleep(0.1)
+    return status
+
+
+async def test_a_worker_that_cannot_reach_the_database_is_alive_but_not_ready(
+    tmp_path: Path,
+) -> None:
+    port = free_port()
+    log = tmp_path / "worker.log"
+    database = UNREACHABLE.format(port=free_port())
+    with worker(log, database, "", METRICS_PORT=str(port)):
+        base = f"http://127.0.0.1:{port}"
+        assert await _status_until(f"{base}/healthz", 200, 30) == 200
+        # Several reconnect rounds (0.5 s, 1 s, 2 s pauses): never ready, still alive.
+        statuses = set()
+        async with httpx.AsyncClient(base_url=base, timeout=2) as http:
+            for _ in range(20):
+                statuses.add((await http.get("/readyz")).status_code)
+                await asyncio.sleep(0.1)
+            alive = await http.get("/healthz")
+    assert statuses == {503}
+    assert alive.status_code == 200
+    assert "worker_connection_lost" in log.read_text()
+
+
+async def test_a_worker_connected_to_its_queue_is_ready(database_url: str, tmp_path: Path) -> None:
+    port = free_port()
+    log = tmp_path / "worker.log"
+    with worker(log, database_url, "", METRICS_PORT=str(port)):
+        ready = await _status_until(f"http://127.0.0.1:{port}/readyz", 200, 30)
+    assert ready == 200, log.read_text()[-2000:]
