@@ -15,11 +15,12 @@ from ..conftest import assert_problem
 from ..declared import created, new_body, rows_in
 
 WRITTEN = ["0.99999999999999999", "41.99999999999999999", "4466.0", "1e2", "1E0", "-0.0", "2.5e1"]
+INTEGER_KINDS = ("int", "bigint", "money")
 INTEGER_FIELDS = [
     (resource, name)
     for resource in RESOURCES
     for name, info in resource.fields.model_fields.items()
-    if (marker := field_type(info.metadata)) is not None and marker.kind in ("int", "bigint", "money")
+    if (marker := field_type(info.metadata)) is not None and marker.kind in INTEGER_KINDS
 ]
 JSON_TYPE = {"Content-Type": "application/json"}
 
