@@ -40,6 +40,7 @@ PROTOCOL_ATTRIBUTES = (
     "timeout_keep_alive_task",
     "parser",
     "pipeline",
+    "connections",
 )
 # RequestResponseCycle attributes the body deadline sets to tell the app its client is gone.
 CYCLE_ATTRIBUTES = ("disconnected", "message_event", "response_started", "response_complete")
