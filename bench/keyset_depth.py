@@ -83,7 +83,7 @@ async def _measure(
                     {**params, "after": str(row["id"]), "limit": str(PAGE)}
                 )
             else:
-                cursor = keyset.make_cursor(first, row["value"], row["id"], KEY)
+                cursor = keyset.make_cursor(first, row["value"], row["id"], KEY, table=table)
                 pages[f"depth {depth}"] = query.model_validate(
                     {**params, "cursor": cursor, "limit": str(PAGE)}
                 )

@@ -118,8 +118,8 @@ def test_make_bench_jobs_in_pod_measures_the_creates_with_the_worker_beside_the_
     assert "make bench-jobs-in-pod" in (jobs_project / "docs" / "jobs.md").read_text()
 
 
-def test_a_new_resource_of_a_jobs_bake_enqueues_its_created_event(jobs_project: Path) -> None:
-    """`make resource` generates the same event for each new resource when the option is on."""
+def test_a_new_resource_of_a_jobs_bake_enqueues_its_events(jobs_project: Path) -> None:
+    """`make resource` generates the same events for each new resource when the option is on."""
     result = run(
         jobs_project,
         "python",
@@ -132,4 +132,5 @@ def test_a_new_resource_of_a_jobs_bake_enqueues_its_created_event(jobs_project: 
     )
     assert result.returncode == 0, result.stdout + result.stderr
     routes = (jobs_project / "src" / "inventory_service" / "orders" / "routes.py").read_text()
-    assert 'enqueue_event(connection, settings, "order.created"' in routes
+    for event in ("created", "updated", "deleted"):
+        assert f'enqueue_event(connection, settings, "order.{event}"' in routes

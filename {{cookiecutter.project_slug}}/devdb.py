@@ -2,7 +2,8 @@
 
 Dev-only: it lives beside `src/`, not in the package, so the service's wheel and image never
 carry it. `python -m devdb -- CMD...` runs CMD with DATABASE_URL pointing at a
-server in ./.devdb (started if DATABASE_URL is unset, stopped afterwards; data kept between runs).
+server in ./.devdb (started if DATABASE_URL is unset, stopped afterwards; data kept between runs;
+with --attach, the one already running there, e.g. `make dev`'s, is used as it is).
 The wheel's own PostgresServer listens on a Unix socket only; load tests, PgBouncer and fault tests
 need TCP and a server they can stop and start, hence this small wrapper around its binaries.
 """
@@ -140,6 +141,16 @@ def _run_until_done(command: list[str], env: dict[str, str]) -> int:
             continue
 
 
+def _running_url(data_dir: Path) -> str | None:
+    """The URL of the server already running in `data_dir` (`make dev`'s), or None."""
+    try:
+        port = int((data_dir / "postmaster.pid").read_text().splitlines()[3])
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    except (OSError, ValueError, IndexError):
+        return None  # none, or a stale pid file of a server that is gone
+    return f"postgresql://postgres@127.0.0.1:{port}/postgres"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dir", type=Path, default=Path(".devdb/data"), help="data directory")
@@ -150,12 +161,21 @@ def main(argv: list[str] | None = None) -> int:
         metavar="NAME=VALUE",
         help="a server setting (repeatable)",
     )
+    parser.add_argument(
+        "--attach",
+        action="store_true",
+        help="use the server already running in the data directory, if any",
+    )
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- then the command to run")
     args = parser.parse_args(argv)
     settings = dict(item.partition("=")[::2] for item in args.set)
     command = [part for part in args.command if part != "--"] or ["true"]
     if os.environ.get("DATABASE_URL"):
         return _run_until_done(command, dict(os.environ))
+    running = _running_url(args.dir) if args.attach else None
+    if running is not None:
+        print(f"PostgreSQL already running at {running} (data in {args.dir})", file=sys.stderr)
+        return _run_until_done(command, {**os.environ, "DATABASE_URL": running})
     args.dir.parent.mkdir(parents=True, exist_ok=True)
     server = ThrowawayPostgres(args.dir, settings=settings)
     try:

@@ -1,4 +1,5 @@
-"""devdb (`make dev`): a Ctrl-C reaches the command once, and PostgreSQL stops after it."""
+"""devdb (`make dev`): a Ctrl-C reaches the command once, and PostgreSQL stops after it; with
+--attach a command uses the server `make dev` runs."""
 
 import os
 import shutil
@@ -82,9 +83,10 @@ def test_ctrl_c_reaches_the_command_once_and_postgres_stops_after_it(data_dir: P
     assert not (data_dir / "postmaster.pid").exists()  # and PostgreSQL was stopped after it
 
 
-def _devdb(data_dir: Path, *command: str) -> subprocess.CompletedProcess[str]:
+def _devdb(data_dir: Path, *command: str, attach: bool = False) -> subprocess.CompletedProcess[str]:
+    options = ["--attach"] if attach else []
     return subprocess.run(
-        [sys.executable, "-m", "devdb", "--dir", str(data_dir), "--", *command],
+        [sys.executable, "-m", "devdb", "--dir", str(data_dir), *options, "--", *command],
         cwd=PROJECT_ROOT,
         env={key: value for key, value in os.environ.items() if key != "DATABASE_URL"},
         capture_output=True,
@@ -111,6 +113,26 @@ def test_the_load_tests_server_starts_beside_a_running_dev_server_and_a_clash_is
         f"devdb: cannot start PostgreSQL: a server is already running in {data_dir}"
     )
     assert "Traceback" not in clash.stderr
+
+
+def test_with_attach_a_command_runs_on_the_server_already_running_in_the_folder(
+    data_dir: Path,
+) -> None:
+    dev = ThrowawayPostgres(data_dir)  # `make dev`'s, running
+    dev.start()
+    try:
+        printed = "import os; print(os.environ['DATABASE_URL'])"
+        attached = _devdb(data_dir, sys.executable, "-c", printed, attach=True)
+        assert (data_dir / "postmaster.pid").exists()  # left running for `make dev`
+    finally:
+        dev.stop()
+    assert attached.returncode == 0, attached.stderr
+    assert attached.stdout.strip() == dev.url
+    # With none running, it starts one for the command and stops it after, as without --attach.
+    started = _devdb(data_dir, sys.executable, "-c", printed, attach=True)
+    assert started.returncode == 0, started.stderr
+    assert started.stdout.strip().startswith("postgresql://postgres@127.0.0.1:")
+    assert not (data_dir / "postmaster.pid").exists()
 
 
 def test_make_loadtest_and_perf_gate_use_servers_of_their_own_not_make_devs() -> None:

@@ -309,6 +309,14 @@ class Settings(EnvironmentThenSecretFiles):
         description="At most one refresh per this many seconds for tokens naming an unknown kid.",
     )
     jwks_timeout: float = Field(5, gt=0, le=60, description="Seconds to fetch the JWKS.")
+    jwks_startup_seconds: float = Field(
+        15,
+        ge=0,
+        le=300,
+        description="At start-up, seconds within which a failed JWKS fetch is tried again (with a "
+        "growing pause); past them the start fails. Keep it, plus JWKS_TIMEOUT, inside the "
+        "startup probe's allowance.",
+    )
 {%- endif %}
 {%- if cookiecutter.jobs == "postgres" %}
     webhook_url: str = Field(

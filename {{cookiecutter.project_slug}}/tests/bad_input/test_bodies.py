@@ -138,8 +138,7 @@ def _number_rows(name: str) -> dict[str, Hostile]:
         "number-nan": written("NaN"),
         "number-infinity": written("Infinity"),
         "number-minus-infinity": written("-Infinity"),
-        # Integral numbers written with a fraction are integers (JSON Schema says so) only while
-        # exact.
+        # A number written with a fraction or an exponent is not an integer, whole or not.
         "number-float-beyond-2-53": written("1e17"),
         # 2^53 + 1 parses as 2^53, so a float of 2^53 may stand for either.
         "number-float-2-53": written("9007199254740992.0"),

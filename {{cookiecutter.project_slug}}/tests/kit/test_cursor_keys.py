@@ -34,6 +34,7 @@ class _Fields(Declared):
 
 
 QUERY = list_query(_Fields)
+TABLE = "names"
 
 
 @pytest.fixture(autouse=True)
@@ -46,7 +47,7 @@ def _keys_as_they_were(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _cursor(key: bytes) -> str:
-    return make_cursor(QUERY.model_validate({"sort": "name"}), "a", 1, key)
+    return make_cursor(QUERY.model_validate({"sort": "name"}), "a", 1, key, table=TABLE)
 
 
 def _page_after(cursor: str) -> ListQuery:
@@ -74,11 +75,11 @@ async def test_after_a_rotation_new_cursors_use_the_new_key_and_old_ones_still_r
     after = cursor_key(None)
     assert after != before
     assert accepted_keys(after) == (after, before)
-    assert read_cursor(_page_after(issued), after) == ("a", 1)
+    assert read_cursor(_page_after(issued), after, table=TABLE) == ("a", 1)
     await rotate_cursor_key(settings)
     await load_cursor_keys(database, None)
     with pytest.raises(ProblemError):  # two rotations later: no longer accepted
-        read_cursor(_page_after(issued), cursor_key(None))
+        read_cursor(_page_after(issued), cursor_key(None), table=TABLE)
 
 
 async def test_cursor_secret_overrides_the_database_key(database: Database) -> None:

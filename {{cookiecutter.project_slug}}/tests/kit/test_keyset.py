@@ -1,15 +1,23 @@
 """kit/keyset.py: a filtered or sorted page reads an index, on a table large enough for the
-planner to prefer a sequential scan if it could, for every marked field of every resource."""
+planner to prefer a sequential scan if it could, for every marked field of every resource; a
+cursor is read only by the list that made it."""
 
 import dataclasses
 import json
-from typing import Any
+from typing import Annotated, Any
 
 import asyncpg
 import pytest
 from loadtest.plan.declared import seed_rows
 
-from {{ cookiecutter.package_name }}.kit import ProblemError, Resource, list_query
+from {{ cookiecutter.package_name }}.kit import (
+    Declared,
+    ProblemError,
+    Resource,
+    Sortable,
+    Str,
+    list_query,
+)
 from {{ cookiecutter.package_name }}.kit.keyset import make_cursor, page_statement
 from {{ cookiecutter.package_name }}.serving.resources import RESOURCES
 
@@ -63,7 +71,7 @@ async def test_sorted_filtered_and_deep_pages_read_an_index_not_the_whole_table(
                 value = await connection.fetchval(
                     f"SELECT {name}::text FROM {TABLE} WHERE id = $1", middle["id"]
                 )
-                cursor = make_cursor(first, value, middle["id"], KEY)
+                cursor = make_cursor(first, value, middle["id"], KEY, table=TABLE)
                 pages[f"sort={order}, deep"] = query.model_validate(
                     {"sort": order, "cursor": cursor}
                 )
@@ -90,7 +98,7 @@ def _sorted_query() -> Any:
 def test_a_cursor_signed_with_another_key_is_refused_naming_cursor() -> None:
     query, name = _sorted_query()
     first = query.model_validate({"sort": name})
-    cursor = make_cursor(first, "1", 1, b"another key")
+    cursor = make_cursor(first, "1", 1, b"another key", table=TABLE)
     page = query.model_validate({"sort": name, "cursor": cursor})
     with pytest.raises(ProblemError) as refused:
         page_statement(TABLE, "id", page, KEY)
@@ -99,7 +107,9 @@ def test_a_cursor_signed_with_another_key_is_refused_naming_cursor() -> None:
     page_statement(
         TABLE,
         "id",
-        query.model_validate({"sort": name, "cursor": make_cursor(first, "1", 1, KEY)}),
+        query.model_validate(
+            {"sort": name, "cursor": make_cursor(first, "1", 1, KEY, table=TABLE)}
+        ),
         KEY,
     )
 
@@ -116,3 +126,21 @@ def test_the_statement_text_depends_on_which_filters_are_sent_not_on_their_value
     assert len(texts) == 1  # one prepared statement per combination: asyncpg's cache hits
     sorted_page = query.model_validate({nulls[0]: "true", "sort": name})
     assert page_statement(TABLE, "id", sorted_page, KEY)[0] not in texts
+
+
+class _Named(Declared):
+    """Two resources may declare a field of one name, sortable in both."""
+
+    name: Annotated[str, Str(max_length=20), Sortable()]
+
+
+def test_a_cursor_of_one_resources_list_is_refused_by_another_with_the_same_sort() -> None:
+    query = list_query(_Named)
+    cursor = make_cursor(query.model_validate({"sort": "name"}), "item-2", 2, KEY, table="items")
+    page = query.model_validate({"sort": "name", "cursor": cursor})
+    with pytest.raises(ProblemError) as refused:
+        page_statement("orders", "id", page, KEY)
+    assert refused.value.status == 400
+    assert refused.value.detail.startswith("cursor:")
+    _, arguments = page_statement("items", "id", page, KEY)
+    assert arguments[1:] == [2, "item-2"]  # read by its own list: after ("item-2", 2)

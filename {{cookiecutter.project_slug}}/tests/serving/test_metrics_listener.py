@@ -1,5 +1,7 @@
 """serving/metrics_listener.py: /metrics on METRICS_PORT by a listener of its own, never on
-the traffic port."""
+the traffic port; connections that never finish a request cannot keep the scraper out."""
+
+import asyncio
 
 import httpx
 import pytest
@@ -57,3 +59,35 @@ def test_served_process_answers_metrics_on_metrics_port_only(
     assert scraped.status_code == 200
     assert "http_requests_total" in scraped.text
     assert httpx.get(f"{served_url}/metrics", timeout=5).status_code == 404
+
+
+async def _half_heads(port: int, opened: asyncio.Event) -> None:
+    """A connection that sends half a request head and waits; opened again once it is closed."""
+    while True:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        opened.set()
+        try:
+            writer.write(b"GET /metrics HTTP/1.1\r\nHost: test\r\nX-Slow: ")
+            await reader.read()  # until the listener closes it
+        finally:
+            writer.close()
+
+
+async def test_connections_reopened_with_half_a_head_cannot_keep_the_scraper_out() -> None:
+    port = free_port()
+    async with metrics_listener(Metrics(), "127.0.0.1", port, protocol=PROTOCOL):
+        opened = [asyncio.Event() for _ in range(8)]
+        holding = [asyncio.create_task(_half_heads(port, event)) for event in opened]
+        try:
+            await asyncio.gather(*(event.wait() for event in opened))
+            statuses = []
+            url = f"http://127.0.0.1:{port}/metrics"
+            for _ in range(25):  # a new connection each, as a scraper after a restart
+                async with httpx.AsyncClient(timeout=5) as http:
+                    statuses.append((await http.get(url)).status_code)
+            assert all(not task.done() for task in holding)  # they kept at it all along
+        finally:
+            for task in holding:
+                task.cancel()
+            await asyncio.gather(*holding, return_exceptions=True)
+    assert statuses == [200] * 25

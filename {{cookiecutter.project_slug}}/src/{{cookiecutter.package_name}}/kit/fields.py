@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 from annotated_types import GroupedMetadata
 from pydantic import AfterValidator, BeforeValidator, Field
 
-from .numbers import INT64_MAX, INT64_MIN, JSON_EXACT_INTEGER
+from .numbers import INT64_MAX, INT64_MIN
 
 INT32_MIN = -(2**31)
 INT32_MAX = 2**31 - 1
@@ -56,15 +56,6 @@ def _text(value: str | None) -> str | None:
     # Tabs and newlines are text; NUL cannot be stored by PostgreSQL and the rest is noise.
     if value is not None and not _NOT_IN_TEXT.isdisjoint(value):
         raise ValueError("must not contain NUL or control characters other than tab and newline")
-    return value
-
-
-def _integral(value: object) -> object:
-    # JSON Schema counts 4466.0 as an integer, so the contract accepts it; 1.5, NaN and inf are not.
-    # Integral JSON numbers written with a fraction are exact below JSON_EXACT_INTEGER; from it on
-    # a float may already be another number than the one written (2^53 + 1 parses as 2^53).
-    if isinstance(value, float) and value.is_integer() and abs(value) < JSON_EXACT_INTEGER:
-        return int(value)
     return value
 
 
@@ -175,10 +166,11 @@ class Int(FieldType):
         return min(max(self.ge, 1), self.le)
 
     def validation(self) -> Iterator[Any]:
-        # Constraints before the validator: pydantic then keeps them on the integer
-        # (minimum/maximum in the JSON schema), and a BeforeValidator runs before them.
+        # No validator: the body's model is strict (kit/models.py), so an integer is one written
+        # as an integer. A number written with a fraction or an exponent (4466.0, 1e2) is parsed
+        # as a float and refused naming the field: its float need not be the number written
+        # (0.99999999999999999 parses as 1.0). A query's lax model reads its digits by pattern.
         yield Field(ge=self.ge, le=self.le)
-        yield BeforeValidator(_integral)
 
 
 @dataclass(frozen=True)

@@ -10,10 +10,11 @@ The statement's text depends only on which filters are present, the sort and whe
 is (none, on a value, on a NULL): a handful of texts per resource, each with $n parameters, so
 asyncpg's statement cache still hits. Values are bound, never written into the text.
 
-The cursor is opaque to clients: base64url of (sort, a fingerprint of the filters, last value,
-last id) and an HMAC-SHA256 of them with the key every pod shares (cursor_keys.py). A cursor
-altered, made for another sort or other filters, or garbage is a 400 problem naming `cursor`,
-never a wrong page.
+The cursor is opaque to clients: base64url of (sort, a fingerprint of the list's table and its
+filters, last value, last id) and an HMAC-SHA256 of them with the key every pod shares
+(cursor_keys.py). A cursor altered, made for another resource's list (its sort may share the
+name), another sort or other filters, or garbage is a 400 problem naming `cursor`, never a wrong
+page.
 """
 
 import base64
@@ -31,9 +32,10 @@ from .problems import ProblemError
 _MAC_BYTES = 16
 
 
-def _fingerprint(query: ListQuery) -> str:
+def _fingerprint(table: str, query: ListQuery) -> str:
+    # The table too: /items?sort=name and /orders?sort=name are different walks.
     sent = {condition.parameter: value for condition, value in query.filters()}
-    canonical = json.dumps(sent, sort_keys=True, default=str, separators=(",", ":"))
+    canonical = json.dumps([table, sent], sort_keys=True, default=str, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
@@ -42,16 +44,19 @@ def _sign(payload: bytes, key: bytes) -> str:
     return base64.urlsafe_b64encode(payload + mac).decode().rstrip("=")
 
 
-def make_cursor(query: ListQuery, last_value: str | None, last_id: int, key: bytes) -> str:
-    payload = json.dumps([query.sort, _fingerprint(query), last_value, last_id])  # type: ignore[attr-defined]
+def make_cursor(
+    query: ListQuery, last_value: str | None, last_id: int, key: bytes, *, table: str
+) -> str:
+    fingerprint = _fingerprint(table, query)
+    payload = json.dumps([query.sort, fingerprint, last_value, last_id])  # type: ignore[attr-defined]
     return _sign(payload.encode(), key)
 
 
-def read_cursor(query: ListQuery, key: bytes) -> tuple[str | None, int]:
+def read_cursor(query: ListQuery, key: bytes, *, table: str) -> tuple[str | None, int]:
     """(last value, last id) of the query's cursor; a 400 problem for any cursor not made for
-    this sort and these filters with this key."""
+    this table's list, this sort and these filters with this key."""
     refused = ProblemError(
-        400, "cursor: not a cursor of this sort and these filters; start again without it."
+        400, "cursor: not a cursor of this list, sort and filters; start again without it."
     )
     token = query.cursor_sent or ""
     try:
@@ -65,7 +70,7 @@ def read_cursor(query: ListQuery, key: bytes) -> tuple[str | None, int]:
     ):
         raise refused
     sort, fingerprint, value, row_id = json.loads(payload)
-    if sort != query.sort or fingerprint != _fingerprint(query):  # type: ignore[attr-defined]
+    if sort != query.sort or fingerprint != _fingerprint(table, query):  # type: ignore[attr-defined]
         raise refused
     return value, row_id
 
@@ -100,7 +105,7 @@ def page_statement(table: str, columns: str, query: ListQuery, key: bytes) -> tu
         descending = sort.startswith("-")
         nullable = query.sortable[column]
         order = f"{column} DESC, id DESC" if descending else f"{column}, id"
-        branches = _branches(query, key, column, descending, nullable, arguments)
+        branches = _branches(table, query, key, column, descending, nullable, arguments)
     cast = "::text" if sort is not None else ""
     # Identifiers only from the declaration (table, columns, marked fields); values are bound.
     selects = [
@@ -141,6 +146,7 @@ def _reversed(order: str) -> str:
 
 
 def _branches(
+    table: str,
     query: ListQuery,
     key: bytes,
     column: str,
@@ -151,7 +157,7 @@ def _branches(
     """The WHERE conditions of each index range the page reads, in walk order."""
     if query.cursor_sent is None:
         return [[]]
-    value, last_id = read_cursor(query, key)
+    value, last_id = read_cursor(query, key, table=table)
     arguments.append(last_id)
     after_id = f"id {'<' if descending else '>'} ${len(arguments)}"
     if value is None:
@@ -177,6 +183,6 @@ async def read_page(
     if more and getattr(query, "sort", None) is None:
         next_after = str(last_id)
     elif more:
-        next_cursor = f'"{make_cursor(query, last_value, last_id, key)}"'
+        next_cursor = f'"{make_cursor(query, last_value, last_id, key, table=table)}"'
     data: str = record["data"]
     return '{"data": ' + data + f', "next_after": {next_after}, "next_cursor": {next_cursor}' + "}"

@@ -8,6 +8,12 @@ The listener is a second uvicorn server in the same process and event loop: one 
 thread, the same collectors. It is started with `startup()` rather than `serve()` so that it
 installs no signal handlers (the traffic server owns SIGTERM) and runs no ticker; the asyncio
 server it opens accepts connections on its own.
+
+Its connections are few (`_MAX_CONNECTIONS`), and the ones that never finish a request cannot keep
+the scraper out: a connection past the cap closes the oldest one that waits on its client (silent,
+half a head sent, a body that never comes, or idle between scrapes) rather than being refused.
+A scraper's connection sends its request at once and is answered in milliseconds; eight
+connections re-opened as soon as they were closed used to get every scrape a 503.
 """
 
 import asyncio
@@ -21,6 +27,8 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
+
+from .protocol import GuardedHttpToolsProtocol
 
 # A scraper opens one connection at a time; a few more leave room for a person with curl.
 _MAX_CONNECTIONS = 8
@@ -52,13 +60,35 @@ def _bound_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
+def _making_room(protocol: type[GuardedHttpToolsProtocol]) -> type[GuardedHttpToolsProtocol]:
+    """`protocol`, whose connections past `_MAX_CONNECTIONS` close the oldest one waiting on its
+    client, so a new one is never refused for connections that send no request."""
+
+    class MakingRoom(protocol):  # type: ignore[valid-type,misc]  # a class made at run time
+        def connection_made(self, transport: asyncio.Transport) -> None:
+            super().connection_made(transport)
+            if len(self.connections) <= _MAX_CONNECTIONS:
+                return
+            waiting = [
+                connection
+                for connection in self.connections
+                if isinstance(connection, GuardedHttpToolsProtocol)
+                and connection is not self
+                and not connection.is_answering()
+            ]
+            if waiting:
+                min(waiting, key=lambda connection: connection.opened_at).transport.close()
+
+    return MakingRoom
+
+
 @asynccontextmanager
 async def metrics_listener(
     metrics: Scraped,
     host: str,
     port: int,
     *,
-    protocol: type[asyncio.Protocol],
+    protocol: type[GuardedHttpToolsProtocol],
     routes: Sequence[BaseRoute] = (),
 ) -> AsyncIterator[int | None]:
     """Serve /metrics (and `routes`) on host:port while the block runs; yield the bound port
@@ -81,8 +111,10 @@ async def metrics_listener(
         date_header=False,
         proxy_headers=False,
         ws="none",
-        http=protocol,
-        limit_concurrency=_MAX_CONNECTIONS,
+        http=_making_room(protocol),
+        # uvicorn's own cap answers 503 from this many connections on: with room made above, only
+        # when every one of them is being answered.
+        limit_concurrency=_MAX_CONNECTIONS + 1,
         timeout_keep_alive=_KEEP_ALIVE_SECONDS,
         timeout_graceful_shutdown=_KEEP_ALIVE_SECONDS,
     )

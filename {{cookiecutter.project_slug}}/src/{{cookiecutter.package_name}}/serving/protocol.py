@@ -6,8 +6,10 @@ a few dozen bodies that never come, or one 8 MB header would hold a pod.
 `GuardedHttpToolsProtocol` adds those limits on uvicorn's own protocol class, in the parser
 callbacks it already has, so a request pays nothing it did not pay before unless its head or its
 body arrives in pieces. It also answers what the parser refuses, and an HTTP/1.1 request without
-exactly one Host, with problem+json like every other error. What it reads of uvicorn is listed and
-checked in uvicorn_internals.py.
+exactly one Host, with problem+json like every other error; a request refused behind others
+pipelined on its connection is answered after theirs, as uvicorn queues pipelined requests, so a
+client reads every answer in order (not a 400 alone while an earlier POST committed). What it
+reads of uvicorn is listed and checked in uvicorn_internals.py.
 """
 
 import asyncio
@@ -48,6 +50,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     max_head_bytes: int
     max_headers: int
 
+    opened_at = 0.0  # the loop's time when the connection was accepted
     _head_timer: asyncio.TimerHandle | None = None
     _body_timer: asyncio.TimerHandle | None = None
     _awaiting_head = True  # no request head is complete since the last request ended
@@ -57,10 +60,17 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     # A refusal decided in a parser callback, answered once the parser returns: (status, detail,
     # extra problem members).
     _refusal: tuple[int, str, dict[str, Any]] | None = None
+    # A refusal that waits for the answers of the requests before it on the connection.
+    _deferred: tuple[int, str, dict[str, Any]] | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        self.opened_at = self.loop.time()
         self._head_timer = self.loop.call_later(self.head_timeout, self._head_timed_out)
+
+    def is_answering(self) -> bool:
+        """Whether a response is under way; else the connection waits on its client."""
+        return not self._idle()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel_head_timer()
@@ -78,9 +88,10 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             self._streamed_head_bytes += len(data)
         super().data_received(data)
         if self._refusal is not None:
-            self._refuse(*self._refusal[:2], **self._refusal[2])
+            self._refuse_in_turn(*self._refusal[:2], **self._refusal[2])
         elif self._awaiting_head and self._streamed_head_bytes > self.max_head_bytes:
-            self._refuse_head()
+            detail, limits = self._head_limits()
+            self._refuse_in_turn(431, detail, **limits)
         elif self._refused:
             return
         elif self._awaiting_head and self._head_timer is None and self._idle():
@@ -136,7 +147,20 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     def send_400_response(self, msg: str) -> None:
         """What the parser refuses (malformed request line, framing, header syntax): uvicorn's
         answer is text/plain, the README promises problem+json for every error."""
-        self._refuse(400, "The request is not valid HTTP/1.1; it cannot be read.")
+        detail = "The request is not valid HTTP/1.1; it cannot be read."
+        if self._awaiting_head:
+            self._refuse_in_turn(400, detail)  # a new request's head: after the earlier answers
+        else:
+            self._refuse(400, detail)  # the body of the request being answered
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if self._deferred is not None and self._idle() and not self.pipeline:
+            # Every request before the refused one is answered: now its refusal.
+            self._unset_keepalive_if_required()
+            status, detail, extra = self._deferred
+            self._deferred = None
+            self._refuse(status, detail, **extra)
 
     def _idle(self) -> bool:
         """No request is being answered: a waiting client is not a slow one."""
@@ -184,9 +208,18 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         )
         return detail, {"max_head_bytes": self.max_head_bytes, "max_headers": self.max_headers}
 
-    def _refuse_head(self) -> None:
-        detail, limits = self._head_limits()
-        self._refuse(431, detail, **limits)
+    def _refuse_in_turn(self, status: int, detail: str, **extra: Any) -> None:
+        """Refuse the request whose head is being read: at once when no earlier request on the
+        connection is still being answered, else after their answers (on_response_complete).
+        Nothing more is read or served meanwhile."""
+        if self._idle() and not self.pipeline:
+            self._refuse(status, detail, **extra)
+            return
+        self._refused = True
+        self._refusal = None
+        self._cancel_head_timer()
+        self._cancel_body_timer()
+        self._deferred = (status, detail, extra)
 
     def _refuse(self, status: int, detail: str, **extra: Any) -> None:
         """Answer `status` problem+json without the app, and close the connection."""

@@ -27,6 +27,7 @@ PROTOCOL_METHODS = (
     "on_body",
     "on_message_complete",
     "send_400_response",
+    "on_response_complete",
 )
 PROTOCOL_ATTRIBUTES = (
     "url",
@@ -38,6 +39,8 @@ PROTOCOL_ATTRIBUTES = (
     "server_state",
     "timeout_keep_alive_task",
     "parser",
+    "pipeline",
+    "connections",
 )
 # RequestResponseCycle attributes the body deadline sets to tell the app its client is gone.
 CYCLE_ATTRIBUTES = ("disconnected", "message_event", "response_started", "response_complete")

@@ -5,22 +5,29 @@ sha256=<hex>`, the HMAC-SHA256 of the body with WEBHOOK_SECRET, and `Idempotency
 id>`. A job can run twice (its worker killed between the POST and recording it as done): the
 receiver keeps the keys it has seen and answers a repeat without acting on it again.
 
-A 5xx, a 429, a timeout or a connection error is retried after WEBHOOK_RETRY_SECONDS, doubled for
+Only a 2xx is a delivery. A 5xx, a 429, a redirect (3xx: the client does not follow it, and a
+receiver that moved must be told, not silently lose every event), a delivery past
+WEBHOOK_TIMEOUT_SECONDS or a connection error is retried after WEBHOOK_RETRY_SECONDS, doubled for
 each attempt up to WEBHOOK_RETRY_MAX_SECONDS; after WEBHOOK_MAX_ATTEMPTS deliveries, or at once on
 another 4xx (the receiver refuses this event), the job is held with status `failed`
-(`pgq failed` lists them, `pgq requeue` runs them again).
+(`make jobs-failed` lists them, `make jobs-requeue` runs one again). Each failed delivery is a log
+line with the receiver's status.
 """
 
+import asyncio
 import hashlib
 import hmac
 from datetime import timedelta
 
 import httpx
 import orjson
+import structlog
 from pgqueuer.errors import RetryRequested
 from pgqueuer.models import Job
 
 from ..settings import Settings
+
+logger = structlog.get_logger(__name__)
 
 SIGNATURE = "X-Signature"
 IDEMPOTENCY_KEY = "Idempotency-Key"
@@ -40,15 +47,28 @@ def backoff(settings: Settings, attempts: int) -> timedelta:
     return timedelta(seconds=min(seconds, settings.webhook_retry_max_seconds))
 
 
-def _retry_or_fail(settings: Settings, job: Job, reason: str) -> Exception:
+def _retry_or_fail(
+    settings: Settings, job: Job, reason: str, status: int | None = None
+) -> Exception:
     attempts = job.attempts + 1  # this one included: pgqueuer counts the retries before it
-    if attempts >= settings.webhook_max_attempts:
+    held = attempts >= settings.webhook_max_attempts
+    delay = backoff(settings, attempts)
+    logger.warning(
+        "event_not_delivered",
+        job_id=job.id,
+        attempt=attempts,
+        status=status,
+        reason=reason,
+        **({"held_as_failed": True} if held else {"retry_in": delay.total_seconds()}),
+    )
+    if held:
         return DeliveryFailed(f"{reason}; {attempts} attempts, held as failed")
-    return RetryRequested(delay=backoff(settings, attempts), reason=reason)
+    return RetryRequested(delay=delay, reason=reason)
 
 
 async def deliver(job: Job, *, client: httpx.AsyncClient, settings: Settings) -> None:
-    """POST the event of `job` once; raise RetryRequested or DeliveryFailed unless a 2xx/3xx."""
+    """POST the event of `job` once, the whole exchange within WEBHOOK_TIMEOUT_SECONDS; raise
+    RetryRequested or DeliveryFailed unless the receiver answered a 2xx."""
     body = job.payload or b"{}"
     secret = settings.webhook_secret.get_secret_value().encode() if settings.webhook_secret else b""
     headers = {
@@ -57,15 +77,24 @@ async def deliver(job: Job, *, client: httpx.AsyncClient, settings: Settings) ->
         SIGNATURE: signature(secret, body),
     }
     try:
-        response = await client.post(
-            settings.webhook_url,
-            content=body,
-            headers=headers,
-            timeout=settings.webhook_timeout_seconds,
-        )
+        # One deadline for the whole delivery: httpx's own timeout bounds each read, so a
+        # receiver trickling its answer held the job, and a JOBS_MAX_IN_FLIGHT slot, for minutes.
+        async with asyncio.timeout(settings.webhook_timeout_seconds):
+            response = await client.post(
+                settings.webhook_url,
+                content=body,
+                headers=headers,
+                timeout=settings.webhook_timeout_seconds,
+            )
+    except TimeoutError as error:
+        reason = f"no answer within {settings.webhook_timeout_seconds:g} seconds"
+        raise _retry_or_fail(settings, job, reason) from error
     except httpx.HTTPError as error:  # timeouts, refused or reset connections
         raise _retry_or_fail(settings, job, f"{type(error).__name__}: {error}") from error
-    if response.status_code >= 500 or response.status_code == 429:
-        raise _retry_or_fail(settings, job, f"the receiver answered {response.status_code}")
-    if response.status_code >= 400:
-        raise DeliveryFailed(f"the receiver refused the event: {response.status_code}")
+    status = response.status_code
+    if 200 <= status < 300:
+        return
+    if status >= 500 or status == 429 or 300 <= status < 400:
+        raise _retry_or_fail(settings, job, f"the receiver answered {status}", status)
+    logger.warning("event_not_delivered", job_id=job.id, status=status, held_as_failed=True)
+    raise DeliveryFailed(f"the receiver refused the event: {status}")
