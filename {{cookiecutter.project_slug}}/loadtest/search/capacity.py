@@ -153,7 +153,7 @@ def _resources(memory: Memory | None) -> list[str]:
         return []
     quantity = f"{memory.mib}Mi"
     return [
-        f"# Memory {memory.describe()} (loadtest/search/memory.py).",
+        f"# Memory by loadtest/search/memory.py: {memory.describe()}.",
         "resources:",
         "  requests:",
         f"    memory: {quantity}",
