@@ -155,6 +155,7 @@ def test_chart_lints_with_the_values_file_the_capacity_report_writes(
         serving_p50_ms=4.0,
         max_p99_ms=50.0,
         assumptions=_assumptions(budget),
+        peak_rss_mib=300.0,
     )
     values_file = capacity.write_helm_values(
         sized, "a test measurement", tmp_path / "values-capacity.yaml"
@@ -171,6 +172,40 @@ def test_chart_lints_with_the_values_file_the_capacity_report_writes(
     assert env["MAX_IN_FLIGHT"] == str(sized.max_in_flight)
     assert env["LIMIT_CONCURRENCY"] == "1000"  # a cap on sockets, not measured: the chart's own
     assert env["POOL_MAX_SIZE"] == str(sized.pool_max_size)
+    # The measured memory, requests = limits, beside the chart's one core.
+    sized_memory = {"cpu": "1", "memory": f"{sized.memory.mib}Mi"}
+    assert sized.memory.mib > 512  # above the chart's default: the file, not the default, set it
+    assert container["resources"] == {"requests": sized_memory, "limits": sized_memory}
+
+
+def test_the_memory_rules_floor_and_the_settings_it_assumes_are_the_charts(
+    default_project: Path, chart: Path
+) -> None:
+    """The capacity report's smallest memory renders and one step below it is refused (the two
+    floors are one); the sockets and body size it adds bodies for are what the pod runs with."""
+    memory = load_loadtest(default_project, "search.memory")
+    smallest = memory.size_memory(1.0, headroom=1.0)
+    assert smallest.mib == memory.FLOOR_MIB
+    for quantity in (f"{memory.FLOOR_MIB}Mi", "2Gi"):
+        assert _container(render(chart, _memory(quantity)))["resources"]["limits"] == {
+            "cpu": "1",
+            "memory": quantity,
+        }
+    below = f"{memory.FLOOR_MIB - memory.ROUND_MIB}Mi"
+    with pytest.raises(helm_python.HelmError, match=f"below {memory.FLOOR_MIB}Mi"):
+        render(chart, _memory(below))
+    env = {item["name"]: item for item in _container(render(chart))["env"]}
+    assert env["LIMIT_CONCURRENCY"]["value"] == str(smallest.sockets)
+    assert "MAX_BODY_BYTES" not in env  # the service's default, the rule's
+
+
+def _memory(quantity: str) -> dict[str, Any]:
+    return {"resources": {side: {"memory": quantity} for side in ("requests", "limits")}}
+
+
+def _container(objects: list[dict[str, Any]]) -> dict[str, Any]:
+    (container,) = find(objects, "Deployment")["spec"]["template"]["spec"]["containers"]
+    return container  # type: ignore[no-any-return]
 
 
 def test_a_capacity_pool_too_large_for_the_replica_ceiling_is_refused(

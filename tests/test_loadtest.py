@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from .baking import bake, load_dev_module, run, tool_env
+from .baking import bake, load_dev_module, load_loadtest, run, tool_env
 from .serving import migrated_database, serve_process
 
 pytestmark = [pytest.mark.slow, pytest.mark.serial]
@@ -166,6 +166,32 @@ def test_knee_test_writes_report_chart_and_helm_values(knee_run: dict[str, Any])
     assert f"  targetRPSPerPod: {capacity['target_rps_per_pod']}\n" in values
     assert capacity["max_in_flight"] > capacity["knee_concurrency"]
     assert capacity["target_rps_per_pod"] == int(0.7 * capacity["slo_rps"])
+
+
+def test_knee_test_sizes_the_pods_memory_from_the_servers_peak_rss(
+    project: Path, knee_run: dict[str, Any]
+) -> None:
+    """The server's peak RSS, measured on every step, reaches the report, the capacity figures
+    and the values file: the run's highest, through the rule of loadtest/search/memory.py."""
+    results, folder = knee_run["results"], knee_run["folder"]
+    peaks = []
+    for scenario in results["scenarios"].values():
+        steps = [*scenario["steps"], *scenario["search"]["trials"], *scenario["search"]["repeats"]]
+        steps += scenario["serving"]["runs"] if scenario["serving"] else []
+        # A Python server with a pool and its imports holds tens of MiB; under 1 GiB in any step.
+        assert all(20 < step["server_peak_rss_mib"] < 1024 for step in steps)
+        assert scenario["peak_rss_mib"] == max(step["server_peak_rss_mib"] for step in steps)
+        if scenario["serving"]:
+            assert 20 < scenario["serving"]["peak_rss_mib"] <= scenario["peak_rss_mib"]
+        peaks.append(scenario["peak_rss_mib"])
+    (report,) = (folder / "results").glob("*.md")
+    assert f" {max(peaks):,.1f} / " in report.read_text()
+    memory = load_loadtest(project, "search.memory").size_memory(max(peaks), headroom=2.0)
+    assert results["capacity"]["memory"]["mib"] == memory.mib
+    quantity = f"{memory.mib}Mi"
+    values = (folder / "values-capacity.yaml").read_text()
+    assert f"\n  requests:\n    memory: {quantity}\n  limits:\n    memory: {quantity}\n" in values
+    assert f"memory              {memory.describe()}" in knee_run["process"].stdout
 
 
 @pytest.fixture(scope="module")

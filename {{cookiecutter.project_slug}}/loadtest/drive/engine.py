@@ -3,7 +3,8 @@
 One Python process tops out near the service's own speed, so the load is spread over processes
 (spawned once, reused for every step; loadtest/drive/worker.py) and each measures with a perf_counter of
 its own. The coordinator starts every step at an agreed wall-clock instant and samples the CPU
-time of the client processes and of the server (psutil) over exactly the step's window.
+time of the client processes and of the server (psutil), and the server's peak RSS (memory.py),
+over exactly the step's window.
 """
 
 import contextlib
@@ -21,6 +22,7 @@ import numpy as np
 import psutil
 
 from ..plan import Mix
+from .memory import PeakMemory
 from .worker import Job, Part, serve_jobs
 
 START_DELAY_S = 0.5  # time for every worker to receive its job and connect before the start
@@ -42,6 +44,9 @@ class Step:
     max_ms: float
     client_cpu: float  # percent of one core, all client processes together
     server_cpu: float | None  # percent of one core; None when the server's process is unknown
+    # The server's peak resident memory over the step, MiB (drive/memory.py): what `make capacity`
+    # sizes the pod's memory from; None when the server's process or its kernel's figure is unknown.
+    server_peak_rss_mib: float | None = None
     # Percent of the server's core's time the hypervisor gave to other machines over the step
     # (Linux's steal time); None where the kernel does not say. The server cannot run then, and
     # its CPU figure does not show it: a step with much of it measured the machine. With the
@@ -101,6 +106,7 @@ class Engine:
                 raise RuntimeError("a client process did not start")
         self._clients = [psutil.Process(process.pid) for process in self._processes]
         self._server = psutil.Process(server_pid) if server_pid else None
+        self._memory = PeakMemory(server_pid) if server_pid else None
         self._server_core = server_core  # None: the machine's cores together
 
     @property
@@ -167,11 +173,14 @@ class Engine:
             seed = int.from_bytes(os.urandom(4), "big")
             channel.send(Job(mix, start_at, duration, share, rate / count if rate else 0.0, seed))
         time.sleep(max(0.0, start_at - time.time()))  # the measurement window opens now
+        if self._memory is not None:
+            self._memory.reset()
         client_before, server_before = self._cpu()
         core_before = self._core_times()
         time.sleep(duration)
         client_after, server_after = self._cpu()
         core_after = self._core_times()
+        peak_rss = self._memory.peak_mib() if self._memory is not None else None
         parts: list[Part] = [channel.recv() for channel in self._channels[:count]]
         latencies = np.array([value for part in parts for value in part.latencies_ms])
         errors = sum(part.errors for part in parts)
@@ -194,6 +203,7 @@ class Engine:
             max_ms=round(float(top), 2),
             client_cpu=round((client_after - client_before) / duration * 100, 1),
             server_cpu=server_cpu,
+            server_peak_rss_mib=peak_rss,
             stolen=_stolen(core_before[0], core_after[0]),
             stolen_elsewhere=_stolen(core_before[1], core_after[1]),
         )

@@ -51,6 +51,7 @@ class CapacityAssumptions:
     think_time_s: Annotated[float, Field(ge=0)] = 5.0
     session_minutes: Positive = 10.0
     peak_hour_share: Share = 0.15
+    memory_headroom: Annotated[float, Field(ge=1)] = 2.0
 
 
 @dataclass(frozen=True, config=_TABLE)

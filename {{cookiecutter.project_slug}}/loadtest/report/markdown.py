@@ -20,8 +20,8 @@ def _step_notes(scenario: dict[str, Any]) -> dict[int, str]:
 def _summary(results: dict[str, Any]) -> list[str]:
     """One line per scenario: the SLO capacity against the budget, its spread, the knee beside it."""
     lines = [
-        "| scenario | SLO capacity RPS | capacity claimed RPS | budget RPS | p99 of the repeats ms | p99 at the serving rate ms | client CPU % | server CPU % | stolen % median / max: server core; other cores | knee RPS @ conc |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| scenario | SLO capacity RPS | capacity claimed RPS | budget RPS | p99 of the repeats ms | p99 at the serving rate ms | client CPU % | server CPU % | stolen % median / max: server core; other cores | server peak RSS MiB: scenario / at the serving rate | knee RPS @ conc |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, scenario in results["scenarios"].items():
         found, knee = scenario["search"], scenario["steps"][scenario["knee_index"]]
@@ -50,6 +50,7 @@ def _summary(results: dict[str, Any]) -> list[str]:
         lines.append(
             f"| {name} | {capacity} | {claimed} | {scenario['budget']['min_rps']:,.0f} | {p99} | {at_serving} | {client} | {server} |"
             f" {_stolen(searched, 'stolen')}; {_stolen(searched, 'stolen_elsewhere')} |"
+            f" {_mib(scenario.get('peak_rss_mib'))} / {_mib(serving and serving.get('peak_rss_mib'))} |"
             f" {knee['rps']:,.0f} @ {knee['concurrency']} ({scenario['verdict']}) |"
         )
     return lines
@@ -91,6 +92,10 @@ def _database_lines(database: dict[str, Any] | None) -> list[str]:
     ]
 
 
+def _mib(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.1f}"
+
+
 def _stolen(steps: list[dict[str, Any]], key: str) -> str:
     """Median / highest of a stolen-time figure over the open-loop steps of a scenario."""
     values = sorted(step[key] for step in steps if step.get(key) is not None)
@@ -121,7 +126,10 @@ def markdown(results: dict[str, Any], chart: str | None) -> str:
         " runs at the rate the capacity report serves at (serving_fraction of the SLO capacity)."
         " The knee is the closed loop's, for diagnosis. In the tables, stolen %: the share of the"
         " server's core the hypervisor gave to other machines during the step (the server could"
-        " not run, and its CPU figure does not show it); elsewhere: the same of the other cores.",
+        " not run, and its CPU figure does not show it); elsewhere: the same of the other cores."
+        " Server peak RSS: the kernel's high-water mark of the server's resident memory, over every"
+        " step of the scenario and over its runs at the serving rate; `make capacity` sizes the"
+        " pod's memory from the run's highest.",
         "",
         *_summary(results),
     ]

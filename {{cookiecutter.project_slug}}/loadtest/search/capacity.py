@@ -2,7 +2,8 @@
 
 The SLO capacity (the highest open-loop rate served within the p99 and error budget) sets the
 serving load, the HPA target, the admission limit and the users; the closed-loop knee sets only
-the pool ceiling (in-flight requests beyond it only queue).
+the pool ceiling (in-flight requests beyond it only queue); the server's peak RSS over the run
+sets the pod's memory (search/memory.py).
 
 Every number here is arithmetic on the measurement; the assumptions (think time, session length,
 peak-hour share, headroom) are stated in budget.toml [capacity] and printed with the result.
@@ -16,6 +17,7 @@ from typing import Any
 
 from ..plan import Budget, CapacityAssumptions
 from .knee import Verdict
+from .memory import Memory, size_memory
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,9 @@ class Capacity:
     concurrent_users: int
     daily_active_users: int
     assumptions: dict[str, float | str]
+    # None when the results hold no peak RSS (a server found at --url, a kernel without the figure,
+    # results older than the measurement): the chart's default memory then holds.
+    memory: Memory | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -49,6 +54,7 @@ def size(
     serving_p50_ms: float,
     max_p99_ms: float,
     assumptions: CapacityAssumptions,
+    peak_rss_mib: float | None = None,
 ) -> Capacity:
     serve_at = slo_rps * serving_fraction
     # Admission: a request admitted behind N others waits about N / capacity seconds; past
@@ -84,8 +90,17 @@ def size(
             "think_time_s": assumptions.think_time_s,
             "session_minutes": assumptions.session_minutes,
             "peak_hour_share": assumptions.peak_hour_share,
+            "memory_headroom": assumptions.memory_headroom,
         },
+        memory=(
+            size_memory(peak_rss_mib, headroom=assumptions.memory_headroom)
+            if peak_rss_mib is not None
+            else None
+        ),
     )
+
+
+NOT_SIZED = "not sized: the results hold no peak RSS of the server (the chart's default stays)"
 
 
 def describe(capacity: Capacity) -> str:
@@ -103,6 +118,7 @@ def describe(capacity: Capacity) -> str:
             f"  concurrent users    {c.concurrent_users:,} (think time {a['think_time_s']} s)",
             f"  daily active users  {c.daily_active_users:,} (sessions of {a['session_minutes']} min,"
             f" {a['peak_hour_share']:.0%} of a day's users in the peak hour)",
+            f"  memory              {c.memory.describe() if c.memory else NOT_SIZED}",
         ]
     )
 
@@ -125,9 +141,25 @@ def helm_values(capacity: Capacity, source: str) -> str:
             "  rpsMetric:",
             "    enabled: false",
             f"  targetRPSPerPod: {capacity.target_rps_per_pod}",
+            *_resources(capacity.memory),
             "",
         ]
     )
+
+
+def _resources(memory: Memory | None) -> list[str]:
+    """The memory alone: Helm merges it with the chart's CPU, exactly one core."""
+    if memory is None:
+        return []
+    quantity = f"{memory.mib}Mi"
+    return [
+        f"# Memory by loadtest/search/memory.py: {memory.describe()}.",
+        "resources:",
+        "  requests:",
+        f"    memory: {quantity}",
+        "  limits:",
+        f"    memory: {quantity}",
+    ]
 
 
 def write_helm_values(capacity: Capacity, source: str, path: Path) -> Path:
@@ -140,6 +172,15 @@ def capacity_from(results: dict[str, Any], budget: Budget) -> Capacity | None:
     """Pod sizing from the capacity scenario's SLO capacity (or the first scenario with one).
     The capacity scenario is `<plural>.<operation>`, or an operation alone: the first resource's."""
     scenarios = results["scenarios"]
+    # Every scenario ran on the same server, as every route runs in the pod: the run's peak.
+    peak_rss_mib = max(
+        (
+            scenario["peak_rss_mib"]
+            for scenario in scenarios.values()
+            if scenario.get("peak_rss_mib")
+        ),
+        default=None,
+    )
     wanted = budget.capacity.scenario
     named = [name for name in scenarios if wanted in (name, name.rpartition(".")[2])]
     order = [*named, *scenarios]
@@ -163,5 +204,6 @@ def capacity_from(results: dict[str, Any], budget: Budget) -> Capacity | None:
                 serving_p50_ms=statistics.median(step["p50_ms"] for step in repeats),
                 max_p99_ms=scenario["budget"]["max_p99_ms"],
                 assumptions=budget.capacity,
+                peak_rss_mib=peak_rss_mib,
             )
     return None

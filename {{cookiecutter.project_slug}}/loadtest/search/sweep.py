@@ -50,6 +50,12 @@ def sweep(
     found = _search(trial, name, budget, knee_rps, client_cores)
     serving = _at_serving_rate(trial, name, budget, found["slo_rps"]) if found["slo_rps"] else None
     judged = [*steps[: index + 1], *found["repeats"]]
+    measured = [*steps, *found["trials"], *found["repeats"]]
+    peak_rss = highest_peak_rss(
+        [asdict(step) for step in measured] + (serving or {}).get("runs", [])
+    )
+    at_serving = serving["peak_rss_mib"] if serving else None
+    say(f"server peak RSS: {_mib(peak_rss)}, {_mib(at_serving)} at the serving rate")
     requests = sum(step.requests for step in judged)
     error_rate = sum(step.errors for step in judged) / requests if requests else 1.0
     outcome = Outcome(
@@ -71,8 +77,10 @@ def sweep(
             "repeats": [asdict(step) for step in found["repeats"]],
         },
         "serving": serving,
-        # What the capacity report sizes the pod from: a capacity whose serving runs all held.
+        # What the capacity report sizes the pod from: a capacity whose serving runs all held,
+        # and the server's peak RSS over every step of the scenario.
         "capacity_rps": serving["capacity_rps"] if serving else None,
+        "peak_rss_mib": peak_rss,
         "error_rate": error_rate,
         "misses": check(name, limits, outcome),
     }
@@ -187,6 +195,7 @@ def _at_serving_rate(
         "fraction": fraction,
         "rate": round(last.rate, 1),
         "p99_median_ms": attempts[-1]["p99_median_ms"],
+        "peak_rss_mib": highest_peak_rss([asdict(step) for step in last.runs]),
         "capacity_rps": round(found.capacity_rps, 1) if found.capacity_rps else None,
         "attempts": attempts,
         "runs": [asdict(step) for attempt in found.attempts for step in attempt.runs],
@@ -205,3 +214,15 @@ def _client_bound(trials: list[Step], limits: Limits, client_cores: int) -> bool
     return first.client_cpu >= CLIENT_CPU_SATURATED * 100 * client_cores and (
         first.server_cpu is not None and first.server_cpu < SERVER_CPU_SATURATED
     )
+
+
+def highest_peak_rss(steps: list[dict[str, Any]]) -> float | None:
+    """The highest of the steps' server peak RSS (MiB); None when no step has one."""
+    return max(
+        (step["server_peak_rss_mib"] for step in steps if step.get("server_peak_rss_mib")),
+        default=None,
+    )
+
+
+def _mib(value: float | None) -> str:
+    return "not measured" if value is None else f"{value:,.1f} MiB"

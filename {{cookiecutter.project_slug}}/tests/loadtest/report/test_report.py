@@ -92,7 +92,7 @@ def test_the_markdown_states_the_slo_capacity_its_spread_the_knee_and_the_cross_
     assert "**Budget: met.**" in text
     assert (
         "| by_id | 1,320 | 1,320 | 1,000 | 31.0 / 35.5 / 41.0 | 6.5 at 924 RPS (70%) | 48 | 91 | -; - |"
-        " 1,500 @ 4 (knee) |"
+        " - / - | 1,500 @ 4 (knee) |"
     ) in text
     assert "SLO capacity **1,320 RPS**" in text
     assert "| 4 | - | 1,500 |" in text
@@ -112,9 +112,18 @@ def test_the_summary_gives_the_time_stolen_from_the_cores_over_the_open_loop_ste
     for index, step in enumerate(steps):  # 8 steps: 0, 2, ... 14 % and 1, 4, ... 22 %
         step["stolen"], step["stolen_elsewhere"] = 2.0 * index, 1.0 + 3 * index
     text = markdown.markdown(results, None)
-    assert "| 91 | 7 / 14; 12 / 22 | 1,500 @ 4 (knee) |" in text
+    assert "| 91 | 7 / 14; 12 / 22 | - / - | 1,500 @ 4 (knee) |" in text
     row = table.row(steps[-1])
     assert row.split()[-2:] == ["14", "22"]
+
+
+def test_the_summary_gives_the_servers_peak_rss_over_the_scenario_and_at_the_serving_rate() -> None:
+    results = _results([])
+    scenario = results["scenarios"]["by_id"]
+    scenario["peak_rss_mib"], scenario["serving"]["peak_rss_mib"] = 74.6, 71.2
+    text = markdown.markdown(results, None)
+    assert "| -; - | 74.6 / 71.2 | 1,500 @ 4 (knee) |" in text
+    assert "Server peak RSS: the kernel's high-water mark" in text
 
 
 def test_the_markdown_lists_every_miss() -> None:

@@ -4,14 +4,22 @@ from pathlib import Path
 
 import pytest
 from loadtest.plan.budget import CapacityAssumptions, parse
-from loadtest.search.capacity import Capacity, capacity_from, helm_values, size, write_helm_values
+from loadtest.search.capacity import (
+    Capacity,
+    capacity_from,
+    describe,
+    helm_values,
+    size,
+    write_helm_values,
+)
+from loadtest.search.memory import size_memory
 
 ASSUMPTIONS = CapacityAssumptions(
     scenario="mixed", think_time_s=5.0, session_minutes=10.0, peak_hour_share=0.15
 )
 
 
-def _sizing() -> Capacity:
+def _sizing(peak_rss_mib: float | None = None) -> Capacity:
     return size(
         scenario="mixed",
         slo_rps=1000.0,
@@ -21,6 +29,7 @@ def _sizing() -> Capacity:
         serving_p50_ms=10.0,
         max_p99_ms=50.0,
         assumptions=ASSUMPTIONS,
+        peak_rss_mib=peak_rss_mib,
     )
 
 
@@ -71,9 +80,33 @@ def test_the_helm_override_uses_the_chart_keys(tmp_path: Path) -> None:
     assert "\n  rpsMetric:\n    enabled: false\n" in text
 
 
-def _scenario(slo_rps: float) -> dict[str, object]:
+def test_the_helm_override_sets_the_measured_memory_as_request_and_limit_and_leaves_the_cpu() -> (
+    None
+):
+    sized = _sizing(peak_rss_mib=300.0)
+    assert sized.memory == size_memory(300.0, headroom=2.0)
+    quantity = f"{sized.memory.mib}Mi"
+    text = helm_values(sized, "loadtest/results/x.json")
+    resources = (
+        f"\nresources:\n  requests:\n    memory: {quantity}\n  limits:\n    memory: {quantity}\n"
+    )
+    assert resources in text
+    assert "cpu" not in text  # the chart's, exactly one core
+    assert f"memory              {quantity} (peak RSS 300.0 MiB x 2 +" in describe(sized)
+    assert sized.as_dict()["memory"]["mib"] == sized.memory.mib
+
+
+def test_without_a_peak_rss_the_helm_override_leaves_the_charts_memory() -> None:
+    sized = _sizing()
+    assert sized.memory is None
+    assert "resources:" not in helm_values(sized, "loadtest/results/x.json")
+    assert "memory              not sized: the results hold no peak RSS" in describe(sized)
+
+
+def _scenario(slo_rps: float, peak_rss_mib: float | None = None) -> dict[str, object]:
     step = {"rps": slo_rps * 1.2, "concurrency": 8, "p50_ms": 2.0}
     return {
+        "peak_rss_mib": peak_rss_mib,
         "verdict": "knee",
         "steps": [step],
         "knee_index": 0,
@@ -109,3 +142,18 @@ def test_the_helm_values_come_from_the_capacity_whose_serving_runs_held_not_the_
     assert sizing.slo_rps == 1273.0
     assert round(sizing.serve_at_rps) == round(0.7 * 1273.0)
     assert capacity_from({"scenarios": {"items.mixed": missed}}, budget) is None
+
+
+def test_the_memory_comes_from_the_runs_highest_peak_rss_with_the_budgets_headroom() -> None:
+    """Every scenario ran on the same server, as every route runs in the pod: the page scenario's
+    peak sizes the pod even when the mixed one sizes its rate."""
+    results = {"scenarios": {
+        "items.mixed": _scenario(900, peak_rss_mib=81.0), "items.page": _scenario(700, 240.5),
+        "items.by_id": _scenario(2000),
+    }}  # fmt: skip
+    budget = parse({"scenarios": {"mixed": {"min_rps": 1}}, "capacity": {"memory_headroom": 3.0}})
+    sizing = capacity_from(results, budget)
+    assert sizing is not None
+    assert sizing.memory is not None
+    assert sizing.scenario == "items.mixed"
+    assert sizing.memory == size_memory(240.5, headroom=3.0)

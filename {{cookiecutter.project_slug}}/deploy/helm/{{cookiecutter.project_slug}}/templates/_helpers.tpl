@@ -211,7 +211,7 @@ Checks that a JSON schema cannot express, because they compare two values.
 {{- fail (printf "resources.requests.memory (%dMi) must equal resources.limits.memory (%dMi): Guaranteed QoS, memory that cannot be overcommitted" $memory.requests $memory.limits) }}
 {{- end }}
 {{- if lt $memory.limits 256 }}
-{{- fail (printf "resources.limits.memory (%dMi) is below 256Mi: the server alone peaks near 70 MiB under load, before any headroom (docs/sizing.md)" $memory.limits) }}
+{{- fail (printf "resources.limits.memory (%dMi) is below 256Mi, the chart's floor; make capacity sizes it from the load test's peak RSS (docs/sizing.md)" $memory.limits) }}
 {{- end }}
 {{- $drain := add (int .Values.shutdown.preStopSleepSeconds) (int .Values.server.timeoutGracefulShutdown) 10 }}
 {{- if le (int .Values.shutdown.terminationGracePeriodSeconds) $drain }}
