@@ -1,0 +1,295 @@
+"""FastDispatch on apps built the ordinary FastAPI and Starlette ways it must see through: a
+websocket route anywhere, a convertor of the user's, a route class or a router class of the
+user's (FastAPI's documented way to time or wrap a route), and the framework reshaped under it.
+Every request is answered through the dispatch and through FastAPI's standard stack, and the two
+answers must be the same (differential.py); where the dispatch cannot prove it, it stays off."""
+
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import APIRouter, FastAPI, Request, Response, WebSocket
+from fastapi import applications as fastapi_applications
+from fastapi.middleware.asyncexitstack import AsyncExitStackMiddleware
+from starlette import convertors
+from starlette.middleware.exceptions import ExceptionMiddleware
+from starlette.responses import PlainTextResponse
+from starlette.routing import Match
+from starlette.types import Message, Receive, Scope, Send
+
+from {{ cookiecutter.package_name }}.kit import dispatch, resource_router, routing
+from {{ cookiecutter.package_name }}.kit import fastapi_internals as internals
+from {{ cookiecutter.package_name }}.kit.dispatch import FastDispatch, dispatch_of
+from {{ cookiecutter.package_name }}.kit.routing import FastRoute
+from {{ cookiecutter.package_name }}.serving.app import create_app
+from {{ cookiecutter.package_name }}.settings import Settings
+
+from ..conftest import BASE, in_process_client, lifespan
+from ..declared import new_body
+from .differential import Scenario, Served, assert_same, served_app
+
+Change = Callable[[FastAPI], None]
+
+
+def get(path: str, **extra: Any) -> Scenario:
+    async def scenario(http: httpx.AsyncClient) -> httpx.Response:
+        return await http.get(path, **extra)
+
+    return scenario
+
+
+def _probe_router(path: str = "/probe/{n:int}") -> APIRouter:
+    """A resource_router (FastRoutes) with one GET the dispatch serves."""
+    router = resource_router()
+
+    @router.get(path)
+    async def probe(n: int) -> Response:
+        return Response(f"probe {n}")
+
+    return router
+
+
+@pytest.fixture(autouse=True)
+def checked_afresh() -> Iterator[None]:
+    def clear() -> None:
+        internals.dispatch_problems.cache_clear()
+        dispatch._logged.clear()
+        routing._logged.clear()
+
+    clear()
+    yield
+    clear()
+
+
+@pytest.fixture
+def serve(settings: Settings, auth_headers: dict[str, str]) -> Callable[[Change], Any]:
+    def serve(change: Change) -> AsyncIterator[Served]:
+        return served_app(settings, auth_headers, change)
+
+    return serve
+
+
+async def _ws_close(websocket: WebSocket) -> None:
+    await websocket.close()
+
+
+def _websocket_top_level(app: FastAPI) -> None:
+    app.add_api_websocket_route("/probe/{n:int}", _ws_close)  # ahead of the HTTP route
+    app.include_router(_probe_router())
+
+
+def _websocket_included(app: FastAPI) -> None:
+    sockets = APIRouter()
+    sockets.add_api_websocket_route("/probe/{n:int}", _ws_close)
+    sockets.add_websocket_route("/plain-socket", _ws_close)
+    app.include_router(sockets)
+    app.include_router(_probe_router())
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        pytest.param(_websocket_top_level, id="app-websocket"),
+        pytest.param(_websocket_included, id="included-websocket"),
+    ],
+)
+async def test_a_websocket_route_leaves_every_http_request_answered_as_by_fastapi(
+    serve: Callable[[Change], AsyncIterator[Served]], change: Change
+) -> None:
+    # A websocket route has no methods: deriving the table must not fail (every request 500).
+    async for served in serve(change):
+        answer = await assert_same(served, get("/probe/5"))
+        assert (answer.status_code, answer.text) == (200, "probe 5")
+        answer = await assert_same(served, get("/healthz"))
+        assert answer.status_code == 200, answer.text
+
+
+class _AnyRest(convertors.StringConvertor):
+    """A convertor of the user's on Starlette's string convertor, taking the rest of the path."""
+
+    regex = ".+"
+
+
+async def test_a_convertor_spanning_segments_routes_as_fastapi(
+    serve: Callable[[Change], AsyncIterator[Served]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # register_url_convertor("rest", _AnyRest()), undone after the test.
+    monkeypatch.setitem(convertors.CONVERTOR_TYPES, "adversarial_rest", _AnyRest())
+
+    def files(app: FastAPI) -> None:
+        router = resource_router()
+
+        @router.get("/files/{rest:adversarial_rest}")
+        async def any_file(rest: str) -> Response:
+            return Response(f"any {rest}")
+
+        @router.get("/files/a/b")  # never reached: the route above takes /files/a/b first
+        async def one_file() -> Response:
+            return Response("a/b")
+
+        app.include_router(router)
+
+    async for served in serve(files):
+        answer = await assert_same(served, get("/files/a/b"))
+        assert answer.text == "any a/b"
+
+
+class _Timed(FastRoute):
+    """FastAPI's documented custom route class (a handler wrapped to add a header), on FastRoute."""
+
+    def get_route_handler(self) -> Callable[[Request], Any]:
+        handler = super().get_route_handler()
+
+        async def timed(request: Request) -> Response:
+            response: Response = await handler(request)
+            response.headers["x-timed"] = "yes"
+            return response
+
+        return timed
+
+
+class _Versioned(FastRoute):
+    """A route class that matches only requests naming its version."""
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        match, child = super().matches(scope)
+        if (b"x-version", b"2") not in scope.get("headers", []):
+            return Match.NONE, {}
+        return match, child
+
+
+async def test_a_route_class_wrapping_the_handler_runs_its_wrapper(
+    serve: Callable[[Change], AsyncIterator[Served]],
+) -> None:
+    def timed(app: FastAPI) -> None:
+        router = APIRouter(route_class=_Timed)
+
+        @router.get("/timed")
+        async def timed_route() -> Response:
+            return Response("timed")
+
+        app.include_router(router)
+
+    async for served in serve(timed):
+        answer = await assert_same(served, get("/timed"))
+        assert answer.headers.get("x-timed") == "yes"
+
+
+async def test_a_route_class_matching_its_own_way_is_matched_as_fastapi_matches_it(
+    serve: Callable[[Change], AsyncIterator[Served]],
+) -> None:
+    def versions(app: FastAPI) -> None:
+        second = APIRouter(route_class=_Versioned)
+        first = resource_router()
+
+        @second.get("/version")
+        async def version_two() -> Response:
+            return Response("2")
+
+        @first.get("/version")
+        async def version_one() -> Response:
+            return Response("1")
+
+        app.include_router(second)
+        app.include_router(first)
+
+    async for served in serve(versions):
+        answer = await assert_same(served, get("/version"))
+        assert answer.text == "1"
+        answer = await assert_same(served, get("/version", headers={"x-version": "2"}))
+        assert answer.text == "2"
+
+
+class _Blocking(APIRouter):
+    """A router class that refuses some requests before its routes see them."""
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (b"x-block", b"yes") in scope.get("headers", []):
+            await PlainTextResponse("blocked", status_code=451)(scope, receive, send)
+            return
+        await super().handle(scope, receive, send)
+
+
+async def test_a_router_class_handling_its_requests_handles_them_the_same_way(
+    serve: Callable[[Change], AsyncIterator[Served]],
+) -> None:
+    def blocking(app: FastAPI) -> None:
+        router = _Blocking(route_class=FastRoute)
+
+        @router.get("/blockable")
+        async def blockable() -> Response:
+            return Response("served")
+
+        app.include_router(router)
+
+    async for served in serve(blocking):
+        answer = await assert_same(served, get("/blockable", headers={"x-block": "yes"}))
+        assert answer.status_code == 451
+        answer = await assert_same(served, get("/blockable"))
+        assert answer.text == "served"
+
+
+# --- The framework reshaped: the dispatch stays off, and every request is still answered. ---
+
+
+async def _answered_by_fastapi(settings: Settings, headers: dict[str, str]) -> FastAPI:
+    app = create_app(settings)
+    async with lifespan(app), in_process_client(app, headers) as http:
+        assert (await http.get("/healthz")).status_code == 200
+        assert (await http.post(BASE, json=new_body())).status_code == 201
+        assert (await http.get(BASE)).status_code == 200
+    return app
+
+
+async def test_an_error_deriving_the_table_leaves_every_request_to_fastapi(
+    settings: Settings, auth_headers: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def reshaped(route: Any, included: Any) -> Any:
+        raise AttributeError("a route of a shape the dispatch does not know")
+
+    monkeypatch.setattr(dispatch, "_candidate", reshaped)
+    app = await _answered_by_fastapi(settings, auth_headers)
+    assert dispatch_of(app) is None
+
+
+async def test_a_fastapi_with_body_limits_elsewhere_keeps_the_dispatch_off(
+    settings: Settings, auth_headers: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A release that renames both the wrapper and the context's field: a route's limit can no
+    # longer be read, and FastAPI still takes max_body_size (include_router's parameter).
+    monkeypatch.setattr(internals, "BODY_LIMIT_WRAPPER", "renamed_wrap_app_with_body_limit")
+    monkeypatch.setattr(internals, "CONTEXT_BODY_LIMIT", "renamed_max_body_size")
+    app = await _answered_by_fastapi(settings, auth_headers)
+    assert dispatch_of(app) is None
+
+
+class _Stamping(AsyncExitStackMiddleware):
+    """A layer a FastAPI release might add between ExceptionMiddleware and the router."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async def stamped(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message["headers"], (b"x-inner-layer", b"yes")]
+            await send(message)
+
+        await super().__call__(scope, receive, stamped)
+
+
+async def test_a_layer_between_exception_middleware_and_the_router_is_never_skipped(
+    settings: Settings, auth_headers: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(fastapi_applications, "AsyncExitStackMiddleware", _Stamping)
+    app = create_app(settings)
+    async with lifespan(app), in_process_client(app, auth_headers) as http:
+        answer = await http.get(BASE)
+        assert answer.status_code == 200, answer.text
+        assert answer.headers.get("x-inner-layer") == "yes"
+    assert dispatch_of(app) is None
+
+
+def test_the_dispatch_is_off_when_exception_middleware_leads_anywhere_but_fastapis_stack() -> None:
+    async def plain(scope: Scope, receive: Receive, send: Send) -> None:
+        return None
+
+    assert FastDispatch(ExceptionMiddleware(plain)).enabled is False
