@@ -92,7 +92,10 @@ def _candidate(route: Any, included: Any) -> _Candidate:
     for name, convertor in target.param_convertors.items():
         if not isinstance(convertor, internals.SEGMENT_CONVERTORS):
             raise NotEquivalent(f"{target.path}: the parameter {name} may span path segments")
-    methods = frozenset(target.methods) if target.methods else None
+    # A websocket route declares no methods: for an HTTP request whose path it matches, FastAPI's
+    # stack answers (its router passes it by), as for any route the dispatch does not run.
+    declared = getattr(target, "methods", None)
+    methods = frozenset(declared) if declared else None
     original = context.original_route if context is not None else route
     # What this mount's own context holds (FastRoute set it while FastAPI built the handler in
     # context.app): never looked up by path and methods, which a later mount may share.
@@ -244,8 +247,11 @@ class FastDispatch:
             return None
         try:
             table = RouteTable.derive(app)
-        except NotEquivalent as reason:
-            _log_once("requests_take_fastapi_router", reason=str(reason))
+        except Exception as error:
+            # NotEquivalent, or a route of a shape this module does not know: FastAPI's router
+            # answers (an error here would otherwise answer every request with a 500).
+            reason = str(error) if isinstance(error, NotEquivalent) else repr(error)
+            _log_once("requests_take_fastapi_router", reason=reason)
             self._table, self._off_for, self._off_version = None, app, version
             return None
         self._table = table
