@@ -4,7 +4,7 @@ user's (FastAPI's documented way to time or wrap a route), and the framework res
 Every request is answered through the dispatch and through FastAPI's standard stack, and the two
 answers must be the same (differential.py); where the dispatch cannot prove it, it stays off."""
 
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 import httpx
@@ -70,6 +70,24 @@ def serve(settings: Settings, auth_headers: dict[str, str]) -> Callable[[Change]
     return serve
 
 
+@pytest.fixture
+def answers(settings: Settings, auth_headers: dict[str, str]) -> Callable[..., Any]:
+    async def answers(change: Change, *scenarios: Scenario) -> list[httpx.Response]:
+        """The app's answers, changed by `change` before it starts: compared with FastAPI's
+        stack's when the dispatch serves the app, FastAPI's own when the dispatch is off."""
+        app = create_app(settings)
+        change(app)
+        async with lifespan(app), in_process_client(app, auth_headers) as http:
+            await http.get("/healthz")
+            dispatch = dispatch_of(app)
+            if dispatch is None:
+                return [await scenario(http) for scenario in scenarios]
+            served = Served(app, http, dispatch)
+            return [await assert_same(served, scenario) for scenario in scenarios]
+
+    return answers
+
+
 async def _ws_close(websocket: WebSocket) -> None:
     await websocket.close()
 
@@ -112,7 +130,7 @@ class _AnyRest(convertors.StringConvertor):
 
 
 async def test_a_convertor_spanning_segments_routes_as_fastapi(
-    serve: Callable[[Change], AsyncIterator[Served]], monkeypatch: pytest.MonkeyPatch
+    answers: Callable[..., Awaitable[list[httpx.Response]]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # register_url_convertor("rest", _AnyRest()), undone after the test.
     monkeypatch.setitem(convertors.CONVERTOR_TYPES, "adversarial_rest", _AnyRest())
@@ -130,9 +148,8 @@ async def test_a_convertor_spanning_segments_routes_as_fastapi(
 
         app.include_router(router)
 
-    async for served in serve(files):
-        answer = await assert_same(served, get("/files/a/b"))
-        assert answer.text == "any a/b"
+    (answer,) = await answers(files, get("/files/a/b"))
+    assert answer.text == "any a/b"
 
 
 class _Timed(FastRoute):
@@ -177,7 +194,7 @@ async def test_a_route_class_wrapping_the_handler_runs_its_wrapper(
 
 
 async def test_a_route_class_matching_its_own_way_is_matched_as_fastapi_matches_it(
-    serve: Callable[[Change], AsyncIterator[Served]],
+    answers: Callable[..., Awaitable[list[httpx.Response]]],
 ) -> None:
     def versions(app: FastAPI) -> None:
         second = APIRouter(route_class=_Versioned)
@@ -194,11 +211,8 @@ async def test_a_route_class_matching_its_own_way_is_matched_as_fastapi_matches_
         app.include_router(second)
         app.include_router(first)
 
-    async for served in serve(versions):
-        answer = await assert_same(served, get("/version"))
-        assert answer.text == "1"
-        answer = await assert_same(served, get("/version", headers={"x-version": "2"}))
-        assert answer.text == "2"
+    one, two = await answers(versions, get("/version"), get("/version", headers={"x-version": "2"}))
+    assert (one.text, two.text) == ("1", "2")
 
 
 class _Blocking(APIRouter):
@@ -212,7 +226,7 @@ class _Blocking(APIRouter):
 
 
 async def test_a_router_class_handling_its_requests_handles_them_the_same_way(
-    serve: Callable[[Change], AsyncIterator[Served]],
+    answers: Callable[..., Awaitable[list[httpx.Response]]],
 ) -> None:
     def blocking(app: FastAPI) -> None:
         router = _Blocking(route_class=FastRoute)
@@ -223,11 +237,10 @@ async def test_a_router_class_handling_its_requests_handles_them_the_same_way(
 
         app.include_router(router)
 
-    async for served in serve(blocking):
-        answer = await assert_same(served, get("/blockable", headers={"x-block": "yes"}))
-        assert answer.status_code == 451
-        answer = await assert_same(served, get("/blockable"))
-        assert answer.text == "served"
+    blocked, served = await answers(
+        blocking, get("/blockable", headers={"x-block": "yes"}), get("/blockable")
+    )
+    assert (blocked.status_code, served.text) == (451, "served")
 
 
 # --- The framework reshaped: the dispatch stays off, and every request is still answered. ---
