@@ -90,7 +90,8 @@ def _candidate(route: Any, included: Any) -> _Candidate:
         # A mount or a host: FastAPI's router would hand it more than a match.
         raise NotEquivalent(f"{type(target).__name__} at {getattr(target, 'path', '?')}")
     for name, convertor in target.param_convertors.items():
-        if not isinstance(convertor, internals.SEGMENT_CONVERTORS):
+        # Exactly these classes: a convertor of the user's on one of them may take any pattern.
+        if type(convertor) not in internals.SEGMENT_CONVERTORS:
             raise NotEquivalent(f"{target.path}: the parameter {name} may span path segments")
     # A websocket route declares no methods: for an HTTP request whose path it matches, FastAPI's
     # stack answers (its router passes it by), as for any route the dispatch does not run.

@@ -265,7 +265,8 @@ EXCEPTION_TABLES = ("_exception_handlers", "_status_handlers")
 EXCEPTION_HANDLERS_SCOPE_KEY = "starlette.exception_handlers"
 # Set by FastAPI's AsyncExitStackMiddleware; FastAPI's standard handler asserts it is there.
 MIDDLEWARE_EXIT_STACK_KEY = "fastapi_middleware_astack"
-# The convertors whose pattern never matches a "/": a parameter is then one path segment.
+# The convertors whose pattern never matches a "/": a parameter is then one path segment. Only
+# these classes themselves (a subclass registered by the user may take a pattern with "/").
 SEGMENT_CONVERTORS = (
     convertors.StringConvertor,
     convertors.IntegerConvertor,
