@@ -34,7 +34,9 @@ from typing import Any
 
 import structlog
 from fastapi import FastAPI
+from fastapi.routing import APIRoute, APIRouter, APIWebSocketRoute
 from starlette.requests import Request
+from starlette.routing import Route, WebSocketRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from . import fastapi_internals as internals
@@ -50,6 +52,24 @@ def _log_once(event: str, **fields: Any) -> None:
     if key not in _logged:
         _logged.add(key)
         logger.warning(event, **fields)
+
+
+# How FastAPI's and Starlette's routes decide that they match a request. A route class with a
+# `matches` of its own may take a request its path does not, or refuse one it does: the dispatch,
+# which matches by path, cannot follow it.
+_PATH_MATCHES = frozenset(
+    {Route.matches, WebSocketRoute.matches, APIRoute.matches, APIWebSocketRoute.matches}
+)
+# What FastAPI's router calls on a route it chose (handle), and what builds the handler that runs
+# (get_route_handler): a FastRoute class overriding either (FastAPI's documented way to wrap a
+# route's handler) is run by FastAPI's stack, which calls what it overrides.
+_RUN_HOOKS = ("handle", "get_route_handler")
+# What FastAPI's router calls on the app's router and on each included one.
+_ROUTER_HOOKS = ("__call__", "app", "matches", "handle")
+
+
+def _overridden(cls: type, base: type, names: tuple[str, ...]) -> list[str]:
+    return [name for name in names if getattr(cls, name, None) is not getattr(base, name)]
 
 
 class NotEquivalent(Exception):
@@ -98,6 +118,10 @@ def _candidate(route: Any, included: Any) -> _Candidate:
     declared = getattr(target, "methods", None)
     methods = frozenset(declared) if declared else None
     original = context.original_route if context is not None else route
+    # What FastAPI's router asks whether it matches: an included FastAPI route, else the route.
+    matcher = type(original if context is not None else target)
+    if matcher.matches not in _PATH_MATCHES:
+        raise NotEquivalent(f"{target.path}: {matcher.__name__} matches requests its own way")
     # What this mount's own context holds (FastRoute set it while FastAPI built the handler in
     # context.app): never looked up by path and methods, which a later mount may share.
     mount = internals.mount_of(context) if context is not None else None
@@ -105,6 +129,7 @@ def _candidate(route: Any, included: Any) -> _Candidate:
         context is not None
         and context.app is not None
         and isinstance(original, FastRoute)
+        and not _overridden(type(original), FastRoute, _RUN_HOOKS)
         and isinstance(mount, FastMount)
         and methods is not None
     )
@@ -158,6 +183,10 @@ class RouteTable:
         router = app.router
         if getattr(router, "form_limits", None):
             raise NotEquivalent("the app sets form limits")
+        routers = internals.routers_in(router)
+        for each in routers:
+            if overridden := _overridden(type(each), APIRouter, _ROUTER_HOOKS):
+                raise NotEquivalent(f"{type(each).__name__} overrides {', '.join(overridden)}")
         by_segments: dict[int, list[_Candidate]] = {}
         for route, included in internals.mounted_in_order(list(router.routes)):
             # FastAPI releases before form limits have none to honour.
@@ -165,7 +194,6 @@ class RouteTable:
                 raise NotEquivalent("an included router sets form limits")
             candidate = _candidate(route, included)
             by_segments.setdefault(candidate.segments, []).append(candidate)
-        routers = internals.routers_in(router)
         versions = tuple(map(internals.routes_changes, routers))
         return cls(app, routers, versions, tuple(router.routes), by_segments)
 
