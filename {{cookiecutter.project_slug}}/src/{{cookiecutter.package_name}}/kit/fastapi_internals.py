@@ -259,6 +259,14 @@ MOUNT_ATTRIBUTE = "fast_route_mount"
 # applies in the context's app; in FastAPI releases with body limits only.
 BODY_LIMIT_WRAPPER = "wrap_app_with_body_limit"
 CONTEXT_BODY_LIMIT = "max_body_size"
+# Where a user declares a body limit, and the parameter that says it: a FastAPI whose routers or
+# routes take it has body limits, whatever its wrapper is called.
+BODY_LIMIT_DECLARATIONS = (
+    fastapi_routing.APIRouter.__init__,
+    fastapi_routing.APIRouter.include_router,
+    fastapi_routing.APIRoute.__init__,
+)
+BODY_LIMIT_PARAMETER = "max_body_size"
 # Where Starlette's ExceptionMiddleware keeps the app's handlers, and the scope key under which
 # it hands them to request_response() (starlette/_exception_handler.py reads them there).
 EXCEPTION_TABLES = ("_exception_handlers", "_status_handlers")
@@ -300,13 +308,23 @@ def dispatch_problems() -> tuple[str, ...]:
         problems.append(f"fastapi.routing.APIRouter keeps no {ROUTES_CHANGES}")
     if not all(hasattr(ExceptionMiddleware(None), name) for name in EXCEPTION_TABLES):  # type: ignore[arg-type]
         problems.append("starlette's ExceptionMiddleware keeps no handler tables")
-    if hasattr(fastapi_routing, BODY_LIMIT_WRAPPER):
+    if hasattr(fastapi_routing, BODY_LIMIT_WRAPPER) or _takes_body_limits():
         # A FastAPI with body limits: the dispatch must see each route's, or call none directly.
         context = getattr(fastapi_routing, "_EffectiveRouteContext", None)
         fields = dataclasses.fields(context) if dataclasses.is_dataclass(context) else ()
         if CONTEXT_BODY_LIMIT not in {field.name for field in fields}:
             problems.append(f"an included route's context keeps no {CONTEXT_BODY_LIMIT}")
     return tuple(filter(None, problems))
+
+
+def _takes_body_limits() -> bool:
+    for declaration in BODY_LIMIT_DECLARATIONS:
+        try:
+            if BODY_LIMIT_PARAMETER in inspect.signature(declaration).parameters:
+                return True
+        except (TypeError, ValueError):
+            return True  # cannot tell: as if it did
+    return False
 
 
 def hold_mount(context: Any, mount: Any) -> bool:
