@@ -243,6 +243,31 @@ async def test_a_router_class_handling_its_requests_handles_them_the_same_way(
     assert (blocked.status_code, served.text) == (451, "served")
 
 
+async def test_a_router_put_in_place_of_the_apps_is_not_routed_beside_the_one_fastapi_calls(
+    answers: Callable[..., Awaitable[list[httpx.Response]]],
+) -> None:
+    def replaced(app: FastAPI) -> None:
+        app.include_router(_probe_router())
+
+        async def replace_after_start_up(request: Request) -> Response:
+            # Starlette built the stack around the first router: that one still routes.
+            replacement = APIRouter()
+            other = resource_router()
+
+            @other.get("/probe/{n:int}")
+            async def probe(n: int) -> Response:
+                return Response(f"replacement {n}")
+
+            replacement.include_router(other)
+            request.app.router = replacement
+            return Response("replaced")
+
+        app.add_api_route("/replace", replace_after_start_up)
+
+    replaced_answer, answer = await answers(replaced, get("/replace"), get("/probe/5"))
+    assert (replaced_answer.text, answer.text) == ("replaced", "probe 5")
+
+
 # --- The framework reshaped: the dispatch stays off, and every request is still answered. ---
 
 
