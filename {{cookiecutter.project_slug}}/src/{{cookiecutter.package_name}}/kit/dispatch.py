@@ -256,6 +256,11 @@ class FastDispatch:
         self._handlers = internals.exception_tables(app)
         if self._handlers is None:
             problems = (*problems, "the next layer is not Starlette's ExceptionMiddleware")
+        # The router FastAPI's stack calls: a route table derived from any other would not route
+        # as that stack does, and a layer between them would be skipped.
+        self._router = internals.router_behind(app)
+        if self._router is None:
+            problems = (*problems, "ExceptionMiddleware leads to more than the router")
         if problems:
             _log_once("requests_take_fastapi_router", reason="; ".join(problems))
             self.enabled = False
@@ -275,6 +280,8 @@ class FastDispatch:
         ):
             return None
         try:
+            if router is not self._router:
+                raise NotEquivalent("the app's router is not the one its middleware stack calls")
             table = RouteTable.derive(app)
         except Exception as error:
             # NotEquivalent, or a route of a shape this module does not know: FastAPI's router

@@ -24,6 +24,7 @@ from fastapi import _compat
 from fastapi import routing as fastapi_routing
 from fastapi.dependencies import models as dependency_models
 from fastapi.dependencies import utils as dependency_utils
+from fastapi.middleware import asyncexitstack
 from starlette import convertors
 from starlette.middleware.exceptions import ExceptionMiddleware
 
@@ -273,6 +274,25 @@ EXCEPTION_TABLES = ("_exception_handlers", "_status_handlers")
 EXCEPTION_HANDLERS_SCOPE_KEY = "starlette.exception_handlers"
 # Set by FastAPI's AsyncExitStackMiddleware; FastAPI's standard handler asserts it is there.
 MIDDLEWARE_EXIT_STACK_KEY = "fastapi_middleware_astack"
+# What FastAPI puts between Starlette's ExceptionMiddleware and the app's router.
+EXIT_STACK_MIDDLEWARE = Internal(asyncexitstack, "AsyncExitStackMiddleware")
+
+
+def router_behind(middleware: Any) -> Any | None:
+    """The router the ExceptionMiddleware leads to, when FastAPI's AsyncExitStackMiddleware alone
+    (keeping its stack under the scope key the dispatch sets) stands between them, as FastAPI
+    builds its stack; None when anything else does (a layer the dispatch would skip)."""
+    inner = getattr(middleware, "app", None)
+    if (
+        EXIT_STACK_MIDDLEWARE.problem() is not None
+        or type(inner) is not EXIT_STACK_MIDDLEWARE.get()
+    ):
+        return None
+    if getattr(inner, "context_name", None) != MIDDLEWARE_EXIT_STACK_KEY:
+        return None
+    return getattr(inner, "app", None)
+
+
 # The convertors whose pattern never matches a "/": a parameter is then one path segment. Only
 # these classes themselves (a subclass registered by the user may take a pattern with "/").
 SEGMENT_CONVERTORS = (
@@ -287,6 +307,7 @@ WRAP_HANDLING_EXCEPTIONS = Internal(
     starlette_exception_handler, "wrap_app_handling_exceptions", ("app", "conn")
 )
 DISPATCH = (
+    EXIT_STACK_MIDDLEWARE,
     INCLUDED_ROUTER,
     FASTAPI_SCOPE_KEY,
     INCLUDED_ROUTER_KEY,
