@@ -15,7 +15,7 @@ from fastapi.middleware.asyncexitstack import AsyncExitStackMiddleware
 from starlette import convertors
 from starlette.middleware.exceptions import ExceptionMiddleware
 from starlette.responses import PlainTextResponse
-from starlette.routing import Match
+from starlette.routing import Match, Mount
 from starlette.types import Message, Receive, Scope, Send
 
 from {{ cookiecutter.package_name }}.kit import dispatch, resource_router, routing
@@ -266,6 +266,19 @@ async def test_a_router_put_in_place_of_the_apps_is_not_routed_beside_the_one_fa
 
     replaced_answer, answer = await answers(replaced, get("/replace"), get("/probe/5"))
     assert (replaced_answer.text, answer.text) == ("replaced", "probe 5")
+
+
+async def test_an_app_the_dispatch_cannot_serve_is_served_again_once_changed_back(
+    serve: Callable[[Change], AsyncIterator[Served]],
+) -> None:
+    async for served in serve(lambda app: app.include_router(_probe_router())):
+        await assert_same(served, get("/probe/5"), router=False)
+        routes = served.app.router.routes
+        routes.append(Mount("/static", app=PlainTextResponse("static")))
+        await assert_same(served, get("/probe/5"), router=True)  # off: a mount
+        await assert_same(served, get("/probe/6"), router=True)  # still off, unchanged
+        routes.pop()
+        await assert_same(served, get("/probe/5"), router=False)
 
 
 # --- The framework reshaped: the dispatch stays off, and every request is still answered. ---
