@@ -167,15 +167,39 @@ def _same_routes(routes: list[Any], snapshot: tuple[Any, ...]) -> bool:
 
 
 @dataclass(slots=True)
-class RouteTable:
-    """The app's routes by number of path segments, each list in FastAPI's order."""
+class _RoutesSeen:
+    """What FastAPI's router routes an app's requests by, as it was when the dispatch looked."""
 
-    app: FastAPI
+    app: Any
     routers: list[Any]  # the app's router and every router it includes
-    versions: tuple[int, ...]  # the count of route changes of each, when derived
+    versions: tuple[int, ...]  # the count of route changes of each
     # app.router.routes as they were: FastAPI's router reads that list on every request, so a
     # route put in it directly (appended, inserted, or set in place of another) changes routing.
     top_level: tuple[Any, ...]
+
+    @classmethod
+    def of(cls, app: Any, routers: list[Any] | None = None) -> "_RoutesSeen":
+        router = app.router
+        routers = internals.routers_in(router) if routers is None else routers
+        versions = tuple(map(internals.routes_changes, routers))
+        return cls(app, routers, versions, tuple(router.routes))
+
+    def is_current(self, app: Any) -> bool:
+        # FastAPI's routes_version walks every router per call; each router's own count, read
+        # in C, says the same (any change to any router moves its count): 4.6 us instead of 14.7
+        # (timeit in-process, by-id table, busy host).
+        return (
+            app is self.app
+            and _same_routes(app.router.routes, self.top_level)
+            and tuple(map(internals.routes_changes, self.routers)) == self.versions
+        )
+
+
+@dataclass(slots=True)
+class RouteTable:
+    """The app's routes by number of path segments, each list in FastAPI's order."""
+
+    seen: _RoutesSeen  # what the table was derived from
     by_segments: dict[int, list[_Candidate]]
 
     @classmethod
@@ -194,18 +218,7 @@ class RouteTable:
                 raise NotEquivalent("an included router sets form limits")
             candidate = _candidate(route, included)
             by_segments.setdefault(candidate.segments, []).append(candidate)
-        versions = tuple(map(internals.routes_changes, routers))
-        return cls(app, routers, versions, tuple(router.routes), by_segments)
-
-    def is_current(self, app: Any) -> bool:
-        # FastAPI's routes_version walks every router per call; each router's own count, read
-        # in C, says the same (any change to any router moves its count): 4.6 us instead of 14.7
-        # (timeit in-process, by-id table, busy host).
-        return (
-            app is self.app
-            and _same_routes(app.router.routes, self.top_level)
-            and tuple(map(internals.routes_changes, self.routers)) == self.versions
-        )
+        return cls(_RoutesSeen.of(app, routers), by_segments)
 
     def find(self, path: str, method: str) -> tuple[_Candidate, dict[str, Any]] | None:
         """The route FastAPI's router would run for this request, when it is one the dispatch
@@ -249,8 +262,8 @@ class FastDispatch:
         self.app = app
         self.enabled = True
         self._table: RouteTable | None = None
-        self._off_for: Any = None  # the app the dispatch found it cannot serve, until it changes
-        self._off_version: tuple[int, tuple[Any, ...]] | None = None
+        # The routes of an app the dispatch found it cannot serve: off until they change.
+        self._off: _RoutesSeen | None = None
         problems = internals.dispatch_problems()
         self._wrap: Any = internals.WRAP_HANDLING_EXCEPTIONS.get() if not problems else None
         self._handlers = internals.exception_tables(app)
@@ -267,20 +280,15 @@ class FastDispatch:
 
     def _current_table(self, app: Any) -> RouteTable | None:
         table = self._table
-        if table is not None and table.is_current(app):
+        if table is not None and table.seen.is_current(app):
             return table
-        router = app.router
-        version = (internals.routes_version(router), tuple(router.routes))
-        off_version = self._off_version
-        if (
-            self._off_for is app
-            and off_version is not None
-            and off_version[0] == version[0]
-            and _same_routes(router.routes, off_version[1])
-        ):
+        # Checked as cheaply as a table (FastAPI's routes_version costs an off app's every
+        # request 28,000 instructions, a sixth of a dispatched one's: callgrind, in-process).
+        off = self._off
+        if off is not None and off.is_current(app):
             return None
         try:
-            if router is not self._router:
+            if app.router is not self._router:
                 raise NotEquivalent("the app's router is not the one its middleware stack calls")
             table = RouteTable.derive(app)
         except Exception as error:
@@ -288,7 +296,11 @@ class FastDispatch:
             # answers (an error here would otherwise answer every request with a 500).
             reason = str(error) if isinstance(error, NotEquivalent) else repr(error)
             _log_once("requests_take_fastapi_router", reason=reason)
-            self._table, self._off_for, self._off_version = None, app, version
+            self._table = None
+            try:
+                self._off = _RoutesSeen.of(app)
+            except Exception:  # then derived again (and refused) on each request
+                self._off = None
             return None
         self._table = table
         _dispatches[app] = self

@@ -374,11 +374,6 @@ ROUTES_CHANGES = "_routes_version"
 routes_changes = attrgetter(ROUTES_CHANGES)
 
 
-def routes_version(router: Any) -> int:
-    """FastAPI's own count of changes to the router and every router it includes."""
-    return int(getattr(router, ROUTES_VERSION)())
-
-
 def routers_in(router: Any) -> list[Any]:
     """The router and every router it includes, however deep: what a route added to any of them
     changes (each keeps its own count, ROUTES_CHANGES)."""
