@@ -266,6 +266,7 @@ class FastDispatch:
         self._off: _RoutesSeen | None = None
         problems = internals.dispatch_problems()
         self._wrap: Any = internals.WRAP_HANDLING_EXCEPTIONS.get() if not problems else None
+        self._fastapi_key: str = internals.FASTAPI_SCOPE_KEY.get() if not problems else ""
         self._handlers = internals.exception_tables(app)
         if self._handlers is None:
             problems = (*problems, "the next layer is not Starlette's ExceptionMiddleware")
@@ -325,9 +326,10 @@ class FastDispatch:
         scope[internals.EXCEPTION_HANDLERS_SCOPE_KEY] = self._handlers
         if "router" not in scope:
             scope["router"] = app.router
-        fastapi_scope = scope.get(internals.FASTAPI_SCOPE_KEY.get())
+        fastapi_key = self._fastapi_key
+        fastapi_scope = scope.get(fastapi_key)
         if fastapi_scope is None:
-            scope[internals.FASTAPI_SCOPE_KEY.get()] = dict(candidate.fastapi_scope)
+            scope[fastapi_key] = dict(candidate.fastapi_scope)
         else:
             fastapi_scope.update(candidate.fastapi_scope)
         scope["endpoint"] = candidate.endpoint
