@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
-from fastapi import APIRouter, FastAPI, Request, Response, WebSocket
+from fastapi import APIRouter, Depends, FastAPI, HTTPException, Request, Response, WebSocket
 from fastapi import applications as fastapi_applications
 from fastapi.middleware.asyncexitstack import AsyncExitStackMiddleware
 from starlette import convertors
@@ -279,6 +279,83 @@ async def test_an_app_the_dispatch_cannot_serve_is_served_again_once_changed_bac
         await assert_same(served, get("/probe/6"), router=True)  # still off, unchanged
         routes.pop()
         await assert_same(served, get("/probe/5"), router=False)
+
+
+def _needs(header: str) -> Any:
+    """A guard refusing a request without `header: yes` (a dependency at one level)."""
+
+    async def guard(request: Request) -> None:
+        if request.headers.get(header) != "yes":
+            raise HTTPException(403, f"{header} is missing.")
+
+    return Depends(guard)
+
+
+LEVELS = ("x-route", "x-router", "x-include", "x-outer", "x-outer-include", "x-app")
+
+
+async def test_nested_routers_apply_the_guards_of_every_level_on_every_mount(
+    serve: Callable[[Change], AsyncIterator[Served]],
+) -> None:
+    def nested(app: FastAPI) -> None:
+        inner = resource_router(dependencies=[_needs("x-router")])
+
+        @inner.get("/thing/{n:int}", dependencies=[_needs("x-route")])
+        async def thing(n: int) -> Response:
+            return Response(f"thing {n}")
+
+        outer = APIRouter(prefix="/outer", dependencies=[_needs("x-outer")])
+        outer.include_router(inner, prefix="/inner", dependencies=[_needs("x-include")])
+        app.include_router(
+            outer, prefix="/app", dependencies=[_needs("x-outer-include"), _needs("x-app")]
+        )
+        app.include_router(inner, prefix="/bare")  # the same router, without the outer levels
+
+    every = dict.fromkeys(LEVELS, "yes")
+    async for served in serve(nested):
+        for missing in (None, *LEVELS):
+            headers = {name: value for name, value in every.items() if name != missing}
+            nested_answer = await assert_same(
+                served, get("/app/outer/inner/thing/5", headers=headers), router=False
+            )
+            assert nested_answer.status_code == (200 if missing is None else 403)
+            bare = await assert_same(served, get("/bare/thing/5", headers=headers))
+            assert bare.status_code == (200 if missing in (None, *LEVELS[2:]) else 403)
+
+
+async def _two_chunks() -> AsyncIterator[bytes]:
+    yield b"a"
+    yield b"b"
+
+
+def post(path: str, content: Any) -> Scenario:
+    async def scenario(http: httpx.AsyncClient) -> httpx.Response:
+        body = content() if callable(content) else content  # a generator is read once
+        return await http.post(path, content=body)
+
+    return scenario
+
+
+@pytest.mark.parametrize("level", ["route", "router", "include_router"])
+async def test_a_body_limit_of_zero_refuses_any_body_sent_with_or_without_its_length(
+    serve: Callable[[Change], AsyncIterator[Served]], level: str
+) -> None:
+    def limited(app: FastAPI) -> None:
+        def zero_at(where: str) -> int | None:
+            return 0 if level == where else None
+
+        router = resource_router(max_body_size=zero_at("router"))
+
+        @router.post("/echo", max_body_size=zero_at("route"))
+        async def echo(request: Request) -> Response:
+            return Response(await request.body())
+
+        app.include_router(router, max_body_size=zero_at("include_router"))
+
+    async for served in serve(limited):
+        assert (await assert_same(served, post("/echo", b""))).status_code == 200
+        assert (await assert_same(served, post("/echo", b"x"))).status_code == 413
+        assert (await assert_same(served, post("/echo", _two_chunks))).status_code == 413
 
 
 # --- The framework reshaped: the dispatch stays off, and every request is still answered. ---
