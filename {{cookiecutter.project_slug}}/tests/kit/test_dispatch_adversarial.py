@@ -5,7 +5,7 @@ Every request is answered through the dispatch and through FastAPI's standard st
 answers must be the same (differential.py); where the dispatch cannot prove it, it stays off."""
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from typing import Any
+from typing import Annotated, Any
 
 import httpx
 import pytest
@@ -356,6 +356,38 @@ async def test_a_body_limit_of_zero_refuses_any_body_sent_with_or_without_its_le
         assert (await assert_same(served, post("/echo", b""))).status_code == 200
         assert (await assert_same(served, post("/echo", b"x"))).status_code == 413
         assert (await assert_same(served, post("/echo", _two_chunks))).status_code == 413
+
+
+async def test_two_apps_of_one_router_each_run_their_own_mount_with_their_own_overrides(
+    settings: Settings, auth_headers: dict[str, str]
+) -> None:
+    shared = resource_router()
+
+    async def caller() -> str:
+        return "real"
+
+    async def stand_in() -> str:
+        return "stand-in"
+
+    @shared.get("/caller")
+    async def read_caller(name: Annotated[str, Depends(caller)]) -> Response:
+        return Response(name)
+
+    plain, overridden = create_app(settings), create_app(settings)
+    for app in (plain, overridden):
+        app.include_router(shared)
+    overridden.dependency_overrides[caller] = stand_in
+    async with (
+        lifespan(plain),
+        lifespan(overridden),
+        in_process_client(plain, auth_headers) as plain_http,
+        in_process_client(overridden, auth_headers) as overridden_http,
+    ):
+        # The app without overrides first: its mount must not answer for the other app.
+        assert (await plain_http.get("/caller")).text == "real"
+        assert (await overridden_http.get("/caller")).text == "stand-in"
+        assert dispatch_of(plain) is not None
+        assert dispatch_of(overridden) is not None
 
 
 # --- The framework reshaped: the dispatch stays off, and every request is still answered. ---
