@@ -11,7 +11,8 @@ own wrapper that applies the app's exception handlers as request_response does; 
 needs the stacks after all (a dependency overridden since start-up) takes the app FastAPI built.
 Either way ExceptionMiddleware's own wrapper goes around it, so that an exception a handler
 raises is handled once more, as there. Everything else (no route, 405, a route on FastAPI's
-standard handler, a mount, a root_path) goes down the standard stack, untouched.
+standard handler, a route class wrapping its handler, a websocket route's path, a mount, a
+root_path) goes down the standard stack, untouched.
 
 The table is derived from the app's own routes (`app.routes`, the included routers' candidates
 FastAPI itself matches against), never from a second list: per request, the first route in
@@ -22,8 +23,10 @@ another, or the same router included twice, never runs the other mount's handler
 again whenever FastAPI's count of route changes moves (a route or router added after start-up)
 or the app's list of routes no longer holds the same objects in the same order (edited in
 place). What it cannot prove equivalent switches it off for the app, logged once: a mount or
-host route, a path parameter that may span segments, form limits, or FastAPI and Starlette
-internals (fastapi_internals.py) missing or reshaped.
+host route, a path parameter that may span segments (any convertor but Starlette's own str,
+int, float and uuid), a route or router class that matches or routes requests its own way, form
+limits, a layer between ExceptionMiddleware and the router, FastAPI and Starlette internals
+(fastapi_internals.py) missing or reshaped, or any error while deriving the table.
 """
 
 import weakref
