@@ -18,7 +18,7 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Match, Mount
 from starlette.types import Message, Receive, Scope, Send
 
-from {{ cookiecutter.package_name }}.kit import dispatch, resource_router, routing
+from {{ cookiecutter.package_name }}.kit import dispatch, resource_router, route_table, routing
 from {{ cookiecutter.package_name }}.kit import fastapi_internals as internals
 from {{ cookiecutter.package_name }}.kit.dispatch import FastDispatch, dispatch_of
 from {{ cookiecutter.package_name }}.kit.routing import FastRoute
@@ -408,7 +408,7 @@ async def test_an_error_deriving_the_table_leaves_every_request_to_fastapi(
     def reshaped(route: Any, included: Any) -> Any:
         raise AttributeError("a route of a shape the dispatch does not know")
 
-    monkeypatch.setattr(dispatch, "_candidate", reshaped)
+    monkeypatch.setattr(route_table, "_candidate", reshaped)
     app = await _answered_by_fastapi(settings, auth_headers)
     assert dispatch_of(app) is None
 
