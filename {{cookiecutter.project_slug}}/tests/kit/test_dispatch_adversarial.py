@@ -390,6 +390,26 @@ async def test_two_apps_of_one_router_each_run_their_own_mount_with_their_own_ov
         assert dispatch_of(overridden) is not None
 
 
+async def _value_error(request: Request, exc: Exception) -> Response:
+    return PlainTextResponse("value handler", status_code=400)
+
+
+async def test_a_path_parameter_its_convertor_fails_on_reaches_the_apps_handler(
+    serve: Callable[[Change], AsyncIterator[Served]],
+) -> None:
+    # int() refuses more than 4,300 digits: FastAPI's router raises inside ExceptionMiddleware,
+    # whose handler for ValueError answers.
+    def handled(app: FastAPI) -> None:
+        app.include_router(_probe_router())
+        app.add_exception_handler(ValueError, _value_error)
+
+    async for served in serve(handled):
+        answer = await assert_same(served, get("/probe/" + "9" * 5_000))
+        assert (answer.status_code, answer.text) == (400, "value handler")
+        answer = await assert_same(served, get("/probe/5"), router=False)
+        assert answer.text == "probe 5"
+
+
 # --- The framework reshaped: the dispatch stays off, and every request is still answered. ---
 
 
