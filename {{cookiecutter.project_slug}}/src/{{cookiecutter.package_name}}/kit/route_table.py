@@ -211,9 +211,14 @@ class RouteTable:
                 continue
             if candidate.app is None:
                 return None
-            params = {
-                name: candidate.convertors[name].convert(value)
-                for name, value in last_match.groupdict().items()
-            }
+            try:
+                params = {
+                    name: candidate.convertors[name].convert(value)
+                    for name, value in last_match.groupdict().items()
+                }
+            except Exception:
+                # FastAPI's router raises it inside ExceptionMiddleware, where the app's
+                # handlers apply (int() refuses more than 4,300 digits): let it.
+                return None
             return candidate, params
         return None
