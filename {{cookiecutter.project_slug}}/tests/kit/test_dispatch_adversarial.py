@@ -410,6 +410,32 @@ async def test_a_path_parameter_its_convertor_fails_on_reaches_the_apps_handler(
         assert answer.text == "probe 5"
 
 
+async def test_a_path_parameter_an_earlier_route_of_another_method_fails_on_answers_as_fastapi(
+    serve: Callable[[Change], AsyncIterator[Served]],
+) -> None:
+    # FastAPI's router converts a matching path's parameters before it looks at the method: the
+    # POST route's int() raises before the GET route is tried.
+    def two_methods(app: FastAPI) -> None:
+        router = resource_router()
+
+        @router.post("/probe/{n:int}")
+        async def create_probe(n: int) -> Response:
+            return Response(f"created {n}")
+
+        @router.get("/probe/{n}")
+        async def read_probe(n: str) -> Response:
+            return Response(f"probe {len(n)} digits")
+
+        app.include_router(router)
+        app.add_exception_handler(ValueError, _value_error)
+
+    async for served in serve(two_methods):
+        answer = await assert_same(served, get("/probe/" + "9" * 5_000))
+        assert (answer.status_code, answer.text) == (400, "value handler")
+        answer = await assert_same(served, get("/probe/" + "9" * 4_000), router=False)
+        assert answer.text == "probe 4000 digits"
+
+
 # --- The framework reshaped: the dispatch stays off, and every request is still answered. ---
 
 
