@@ -301,6 +301,8 @@ SEGMENT_CONVERTORS = (
     convertors.FloatConvertor,
     convertors.UUIDConvertor,
 )
+# The one of them whose conversion never raises (int() refuses more than 4,300 digits).
+STRING_CONVERTOR = convertors.StringConvertor
 # How request_response() applies the app's exception handlers around a route: the dispatch
 # applies them the same way when it calls a route without request_response's exit stacks.
 WRAP_HANDLING_EXCEPTIONS = Internal(

@@ -58,6 +58,7 @@ class _Candidate:
     expected: Any  # what it gives for a path of this route: a segment, or a tuple of them
     path_regex: Any
     convertors: dict[str, Any]
+    convert_may_fail: bool  # a convertor may raise (int() refuses more than 4,300 digits)
     methods: frozenset[str] | None
     app: ASGIApp | None  # None: FastAPI's standard stack answers it
     direct: DirectHandler | None  # the route called without request_response (dispatch.py)
@@ -120,6 +121,10 @@ def _candidate(route: Any, included: Any) -> _Candidate:
         expected=itemgetter(*positions)(parts) if positions else None,
         path_regex=target.path_regex,
         convertors=target.param_convertors,
+        convert_may_fail=any(
+            type(convertor) is not internals.STRING_CONVERTOR
+            for convertor in target.param_convertors.values()
+        ),
         methods=methods,
         app=context.app if runs_fast and context is not None else None,
         direct=direct,
@@ -130,6 +135,21 @@ def _candidate(route: Any, included: Any) -> _Candidate:
         endpoint=getattr(target, "endpoint", None),
         route=original,
     )
+
+
+def _conversion_fails(candidate: _Candidate, path: str, parts: list[str]) -> bool:
+    """Whether FastAPI's router, matching this path against this route, raises converting it."""
+    if candidate.literals is not None and candidate.literals(parts) != candidate.expected:
+        return False
+    match = candidate.path_regex.match(path)
+    if match is None:
+        return False
+    try:
+        for name, value in match.groupdict().items():
+            candidate.convertors[name].convert(value)
+    except Exception:
+        return True
+    return False
 
 
 def _same_routes(routes: list[Any], snapshot: tuple[Any, ...]) -> bool:
@@ -202,7 +222,12 @@ class RouteTable:
         for candidate in self.by_segments.get(len(parts), ()):
             # Each test is one FastAPI's Route.matches makes too; the cheap ones first.
             if candidate.methods is not None and method not in candidate.methods:
-                continue  # FastAPI's router goes on looking for a full match, and so do we
+                # FastAPI's router goes on looking for a full match, and so do we; but it
+                # converts a matching path's parameters before it looks at the method, and a
+                # conversion that raises there is its answer (FastAPI's stack gives it).
+                if candidate.convert_may_fail and _conversion_fails(candidate, path, parts):
+                    return None
+                continue
             if candidate.literals is not None and candidate.literals(parts) != candidate.expected:
                 continue
             if candidate.path_regex is not last_regex:
