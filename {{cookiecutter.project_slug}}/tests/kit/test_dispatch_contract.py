@@ -10,7 +10,8 @@ from fastapi.routing import APIRoute
 
 from {{ cookiecutter.package_name }}.kit import dispatch, routing
 from {{ cookiecutter.package_name }}.kit import fastapi_internals as internals
-from {{ cookiecutter.package_name }}.kit.dispatch import FastDispatch, RouteTable, dispatch_of
+from {{ cookiecutter.package_name }}.kit.dispatch import FastDispatch, dispatch_of
+from {{ cookiecutter.package_name }}.kit.route_table import RouteTable
 from {{ cookiecutter.package_name }}.serving import app as serving_app
 from {{ cookiecutter.package_name }}.serving.app import create_app
 from {{ cookiecutter.package_name }}.serving.resources import ROUTERS

@@ -11,25 +11,17 @@ own wrapper that applies the app's exception handlers as request_response does; 
 needs the stacks after all (a dependency overridden since start-up) takes the app FastAPI built.
 Either way ExceptionMiddleware's own wrapper goes around it, so that an exception a handler
 raises is handled once more, as there. Everything else (no route, 405, a route on FastAPI's
-standard handler, a mount, a root_path) goes down the standard stack, untouched.
+standard handler, a route class wrapping its handler, a websocket route's path, a mount, a
+root_path) goes down the standard stack, untouched.
 
-The table is derived from the app's own routes (`app.routes`, the included routers' candidates
-FastAPI itself matches against), never from a second list: per request, the first route in
-FastAPI's order whose literal segments equal the path's is confirmed by that route's own
-`path_regex` and convertors, so the route chosen is the one FastAPI's router chooses, and what
-runs is what that candidate (the mount's own context) holds: a route declared first to override
-another, or the same router included twice, never runs the other mount's handler. It is derived
-again whenever FastAPI's count of route changes moves (a route or router added after start-up)
-or the app's list of routes no longer holds the same objects in the same order (edited in
-place). What it cannot prove equivalent switches it off for the app, logged once: a mount or
-host route, a path parameter that may span segments, form limits, or FastAPI and Starlette
-internals (fastapi_internals.py) missing or reshaped.
+The route table (route_table.py) says which route FastAPI's router would choose, and what that
+route's own mount lets the dispatch run. What the table cannot prove equivalent switches the
+dispatch off for the app, logged once, and so do a layer between ExceptionMiddleware and the
+router, a router put in place of the one the stack calls, and any error while deriving the table.
 """
 
 import weakref
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
-from operator import is_, itemgetter
 from typing import Any
 
 import structlog
@@ -38,7 +30,7 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from . import fastapi_internals as internals
-from .routing import DirectHandler, FastMount, FastRoute
+from .route_table import NotEquivalent, RoutesSeen, RouteTable
 
 logger = structlog.get_logger(__name__)
 
@@ -50,156 +42,6 @@ def _log_once(event: str, **fields: Any) -> None:
     if key not in _logged:
         _logged.add(key)
         logger.warning(event, **fields)
-
-
-class NotEquivalent(Exception):
-    """The app has something the dispatch cannot prove it routes as FastAPI's router does."""
-
-
-@dataclass(slots=True)
-class _Candidate:
-    """One route, in FastAPI's order: its literal segments and, when the dispatch may run it,
-    what FastAPI's router would have put in the scope."""
-
-    segments: int
-    literals: Any  # itemgetter of the literal segments' positions (None: no literal segment)
-    expected: Any  # what it gives for a path of this route: a segment, or a tuple of them
-    path_regex: Any
-    convertors: dict[str, Any]
-    methods: frozenset[str] | None
-    app: ASGIApp | None  # None: FastAPI's standard stack answers it
-    direct: DirectHandler | None  # the route called without request_response (see the module doc)
-    fastapi_scope: dict[str, Any]
-    endpoint: Any
-    route: Any
-
-
-def _candidate(route: Any, included: Any) -> _Candidate:
-    """`route` as FastAPI's router matches it: a route of the app, or an included route's context."""
-    context = None
-    target = route
-    if included is not None:
-        problem = internals.context_problem(route)
-        if problem is not None:
-            raise NotEquivalent(problem)
-        if route.starlette_route is not None:  # a plain Starlette route in an included router
-            target = route.starlette_route
-        else:
-            context = route
-    if hasattr(target, "routes") or getattr(target, "path_regex", None) is None:
-        # A mount or a host: FastAPI's router would hand it more than a match.
-        raise NotEquivalent(f"{type(target).__name__} at {getattr(target, 'path', '?')}")
-    for name, convertor in target.param_convertors.items():
-        if not isinstance(convertor, internals.SEGMENT_CONVERTORS):
-            raise NotEquivalent(f"{target.path}: the parameter {name} may span path segments")
-    methods = frozenset(target.methods) if target.methods else None
-    original = context.original_route if context is not None else route
-    # What this mount's own context holds (FastRoute set it while FastAPI built the handler in
-    # context.app): never looked up by path and methods, which a later mount may share.
-    mount = internals.mount_of(context) if context is not None else None
-    runs_fast = (
-        context is not None
-        and context.app is not None
-        and isinstance(original, FastRoute)
-        and isinstance(mount, FastMount)
-        and methods is not None
-    )
-    # A route with a body limit (max_body_size on the route, its routers or the app) is called
-    # through context.app, where FastAPI applies that limit around its request wrapper.
-    direct = (
-        mount.direct
-        if runs_fast and isinstance(mount, FastMount) and internals.body_limit_of(context) is None
-        else None
-    )
-    parts = target.path.split("/")
-    positions = [index for index, part in enumerate(parts) if "{" not in part]
-    return _Candidate(
-        segments=len(parts),
-        literals=itemgetter(*positions) if positions else None,
-        expected=itemgetter(*positions)(parts) if positions else None,
-        path_regex=target.path_regex,
-        convertors=target.param_convertors,
-        methods=methods,
-        app=context.app if runs_fast and context is not None else None,
-        direct=direct,
-        fastapi_scope={
-            internals.INCLUDED_ROUTER_KEY.get(): included,
-            internals.EFFECTIVE_ROUTE_CONTEXT_KEY.get(): context,
-        },
-        endpoint=getattr(target, "endpoint", None),
-        route=original,
-    )
-
-
-def _same_routes(routes: list[Any], snapshot: tuple[Any, ...]) -> bool:
-    """The same route objects in the same order (by identity: a route FastAPI's __eq__ finds
-    equal may carry other dependencies)."""
-    return len(routes) == len(snapshot) and all(map(is_, routes, snapshot))
-
-
-@dataclass(slots=True)
-class RouteTable:
-    """The app's routes by number of path segments, each list in FastAPI's order."""
-
-    app: FastAPI
-    routers: list[Any]  # the app's router and every router it includes
-    versions: tuple[int, ...]  # the count of route changes of each, when derived
-    # app.router.routes as they were: FastAPI's router reads that list on every request, so a
-    # route put in it directly (appended, inserted, or set in place of another) changes routing.
-    top_level: tuple[Any, ...]
-    by_segments: dict[int, list[_Candidate]]
-
-    @classmethod
-    def derive(cls, app: FastAPI) -> "RouteTable":
-        router = app.router
-        if getattr(router, "form_limits", None):
-            raise NotEquivalent("the app sets form limits")
-        by_segments: dict[int, list[_Candidate]] = {}
-        for route, included in internals.mounted_in_order(list(router.routes)):
-            # FastAPI releases before form limits have none to honour.
-            if included is not None and getattr(included.include_context, "form_limits", None):
-                raise NotEquivalent("an included router sets form limits")
-            candidate = _candidate(route, included)
-            by_segments.setdefault(candidate.segments, []).append(candidate)
-        routers = internals.routers_in(router)
-        versions = tuple(map(internals.routes_changes, routers))
-        return cls(app, routers, versions, tuple(router.routes), by_segments)
-
-    def is_current(self, app: Any) -> bool:
-        # FastAPI's routes_version walks every router per call; each router's own count, read
-        # in C, says the same (any change to any router moves its count): 4.6 us instead of 14.7
-        # (timeit in-process, by-id table, busy host).
-        return (
-            app is self.app
-            and _same_routes(app.router.routes, self.top_level)
-            and tuple(map(internals.routes_changes, self.routers)) == self.versions
-        )
-
-    def find(self, path: str, method: str) -> tuple[_Candidate, dict[str, Any]] | None:
-        """The route FastAPI's router would run for this request, when it is one the dispatch
-        runs, and its path parameters; None for anything else (FastAPI's stack answers)."""
-        if path.endswith("\n"):  # "$" in a route's pattern matches before a final newline
-            return None
-        parts = path.split("/")
-        last_regex = last_match = None
-        for candidate in self.by_segments.get(len(parts), ()):
-            # Each test is one FastAPI's Route.matches makes too; the cheap ones first.
-            if candidate.methods is not None and method not in candidate.methods:
-                continue  # FastAPI's router goes on looking for a full match, and so do we
-            if candidate.literals is not None and candidate.literals(parts) != candidate.expected:
-                continue
-            if candidate.path_regex is not last_regex:
-                last_regex, last_match = candidate.path_regex, candidate.path_regex.match(path)
-            if last_match is None:
-                continue
-            if candidate.app is None:
-                return None
-            params = {
-                name: candidate.convertors[name].convert(value)
-                for name, value in last_match.groupdict().items()
-            }
-            return candidate, params
-        return None
 
 
 # The dispatch of each app, so that a test can switch it off and compare (the differential test).
@@ -217,36 +59,46 @@ class FastDispatch:
         self.app = app
         self.enabled = True
         self._table: RouteTable | None = None
-        self._off_for: Any = None  # the app the dispatch found it cannot serve, until it changes
-        self._off_version: tuple[int, tuple[Any, ...]] | None = None
+        # The routes of an app the dispatch found it cannot serve: off until they change.
+        self._off: RoutesSeen | None = None
         problems = internals.dispatch_problems()
         self._wrap: Any = internals.WRAP_HANDLING_EXCEPTIONS.get() if not problems else None
+        self._fastapi_key: str = internals.FASTAPI_SCOPE_KEY.get() if not problems else ""
         self._handlers = internals.exception_tables(app)
         if self._handlers is None:
             problems = (*problems, "the next layer is not Starlette's ExceptionMiddleware")
+        # The router FastAPI's stack calls: a route table derived from any other would not route
+        # as that stack does, and a layer between them would be skipped.
+        self._router = internals.router_behind(app)
+        if self._router is None:
+            problems = (*problems, "ExceptionMiddleware leads to more than the router")
         if problems:
             _log_once("requests_take_fastapi_router", reason="; ".join(problems))
             self.enabled = False
 
     def _current_table(self, app: Any) -> RouteTable | None:
         table = self._table
-        if table is not None and table.is_current(app):
+        if table is not None and table.seen.is_current(app):
             return table
-        router = app.router
-        version = (internals.routes_version(router), tuple(router.routes))
-        off_version = self._off_version
-        if (
-            self._off_for is app
-            and off_version is not None
-            and off_version[0] == version[0]
-            and _same_routes(router.routes, off_version[1])
-        ):
+        # Checked as cheaply as a table (FastAPI's routes_version costs an off app's every
+        # request 28,000 instructions, a sixth of a dispatched one's: callgrind, in-process).
+        off = self._off
+        if off is not None and off.is_current(app):
             return None
         try:
+            if app.router is not self._router:
+                raise NotEquivalent("the app's router is not the one its middleware stack calls")
             table = RouteTable.derive(app)
-        except NotEquivalent as reason:
-            _log_once("requests_take_fastapi_router", reason=str(reason))
-            self._table, self._off_for, self._off_version = None, app, version
+        except Exception as error:
+            # NotEquivalent, or a route of a shape this module does not know: FastAPI's router
+            # answers (an error here would otherwise answer every request with a 500).
+            reason = str(error) if isinstance(error, NotEquivalent) else repr(error)
+            _log_once("requests_take_fastapi_router", reason=reason)
+            self._table = None
+            try:
+                self._off = RoutesSeen.of(app)
+            except Exception:  # then derived again (and refused) on each request
+                self._off = None
             return None
         self._table = table
         _dispatches[app] = self
@@ -271,9 +123,10 @@ class FastDispatch:
         scope[internals.EXCEPTION_HANDLERS_SCOPE_KEY] = self._handlers
         if "router" not in scope:
             scope["router"] = app.router
-        fastapi_scope = scope.get(internals.FASTAPI_SCOPE_KEY.get())
+        fastapi_key = self._fastapi_key
+        fastapi_scope = scope.get(fastapi_key)
         if fastapi_scope is None:
-            scope[internals.FASTAPI_SCOPE_KEY.get()] = dict(candidate.fastapi_scope)
+            scope[fastapi_key] = dict(candidate.fastapi_scope)
         else:
             fastapi_scope.update(candidate.fastapi_scope)
         scope["endpoint"] = candidate.endpoint

@@ -24,6 +24,7 @@ from fastapi import _compat
 from fastapi import routing as fastapi_routing
 from fastapi.dependencies import models as dependency_models
 from fastapi.dependencies import utils as dependency_utils
+from fastapi.middleware import asyncexitstack
 from starlette import convertors
 from starlette.middleware.exceptions import ExceptionMiddleware
 
@@ -259,25 +260,56 @@ MOUNT_ATTRIBUTE = "fast_route_mount"
 # applies in the context's app; in FastAPI releases with body limits only.
 BODY_LIMIT_WRAPPER = "wrap_app_with_body_limit"
 CONTEXT_BODY_LIMIT = "max_body_size"
+# Where a user declares a body limit, and the parameter that says it: a FastAPI whose routers or
+# routes take it has body limits, whatever its wrapper is called.
+BODY_LIMIT_DECLARATIONS = (
+    fastapi_routing.APIRouter.__init__,
+    fastapi_routing.APIRouter.include_router,
+    fastapi_routing.APIRoute.__init__,
+)
+BODY_LIMIT_PARAMETER = "max_body_size"
 # Where Starlette's ExceptionMiddleware keeps the app's handlers, and the scope key under which
 # it hands them to request_response() (starlette/_exception_handler.py reads them there).
 EXCEPTION_TABLES = ("_exception_handlers", "_status_handlers")
 EXCEPTION_HANDLERS_SCOPE_KEY = "starlette.exception_handlers"
 # Set by FastAPI's AsyncExitStackMiddleware; FastAPI's standard handler asserts it is there.
 MIDDLEWARE_EXIT_STACK_KEY = "fastapi_middleware_astack"
-# The convertors whose pattern never matches a "/": a parameter is then one path segment.
+# What FastAPI puts between Starlette's ExceptionMiddleware and the app's router.
+EXIT_STACK_MIDDLEWARE = Internal(asyncexitstack, "AsyncExitStackMiddleware")
+
+
+def router_behind(middleware: Any) -> Any | None:
+    """The router the ExceptionMiddleware leads to, when FastAPI's AsyncExitStackMiddleware alone
+    (keeping its stack under the scope key the dispatch sets) stands between them, as FastAPI
+    builds its stack; None when anything else does (a layer the dispatch would skip)."""
+    inner = getattr(middleware, "app", None)
+    if (
+        EXIT_STACK_MIDDLEWARE.problem() is not None
+        or type(inner) is not EXIT_STACK_MIDDLEWARE.get()
+    ):
+        return None
+    if getattr(inner, "context_name", None) != MIDDLEWARE_EXIT_STACK_KEY:
+        return None
+    return getattr(inner, "app", None)
+
+
+# The convertors whose pattern never matches a "/": a parameter is then one path segment. Only
+# these classes themselves (a subclass registered by the user may take a pattern with "/").
 SEGMENT_CONVERTORS = (
     convertors.StringConvertor,
     convertors.IntegerConvertor,
     convertors.FloatConvertor,
     convertors.UUIDConvertor,
 )
+# The one of them whose conversion never raises (int() refuses more than 4,300 digits).
+STRING_CONVERTOR = convertors.StringConvertor
 # How request_response() applies the app's exception handlers around a route: the dispatch
 # applies them the same way when it calls a route without request_response's exit stacks.
 WRAP_HANDLING_EXCEPTIONS = Internal(
     starlette_exception_handler, "wrap_app_handling_exceptions", ("app", "conn")
 )
 DISPATCH = (
+    EXIT_STACK_MIDDLEWARE,
     INCLUDED_ROUTER,
     FASTAPI_SCOPE_KEY,
     INCLUDED_ROUTER_KEY,
@@ -299,13 +331,23 @@ def dispatch_problems() -> tuple[str, ...]:
         problems.append(f"fastapi.routing.APIRouter keeps no {ROUTES_CHANGES}")
     if not all(hasattr(ExceptionMiddleware(None), name) for name in EXCEPTION_TABLES):  # type: ignore[arg-type]
         problems.append("starlette's ExceptionMiddleware keeps no handler tables")
-    if hasattr(fastapi_routing, BODY_LIMIT_WRAPPER):
+    if hasattr(fastapi_routing, BODY_LIMIT_WRAPPER) or _takes_body_limits():
         # A FastAPI with body limits: the dispatch must see each route's, or call none directly.
         context = getattr(fastapi_routing, "_EffectiveRouteContext", None)
         fields = dataclasses.fields(context) if dataclasses.is_dataclass(context) else ()
         if CONTEXT_BODY_LIMIT not in {field.name for field in fields}:
             problems.append(f"an included route's context keeps no {CONTEXT_BODY_LIMIT}")
     return tuple(filter(None, problems))
+
+
+def _takes_body_limits() -> bool:
+    for declaration in BODY_LIMIT_DECLARATIONS:
+        try:
+            if BODY_LIMIT_PARAMETER in inspect.signature(declaration).parameters:
+                return True
+        except (TypeError, ValueError):
+            return True  # cannot tell: as if it did
+    return False
 
 
 def hold_mount(context: Any, mount: Any) -> bool:
@@ -332,11 +374,6 @@ def body_limit_of(context: Any) -> int | None:
 # Each APIRouter's own count of changes to its routes (what ROUTES_VERSION adds up).
 ROUTES_CHANGES = "_routes_version"
 routes_changes = attrgetter(ROUTES_CHANGES)
-
-
-def routes_version(router: Any) -> int:
-    """FastAPI's own count of changes to the router and every router it includes."""
-    return int(getattr(router, ROUTES_VERSION)())
 
 
 def routers_in(router: Any) -> list[Any]:
