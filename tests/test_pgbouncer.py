@@ -17,10 +17,12 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
+import httpx
 import psycopg
 import pytest
 
 from .baking import PYTEST, load_dev_module, load_module, run
+from .serving import Served, migrated_database, start_service
 
 PGBOUNCER = "pgbouncer"  # on PATH (Debian's is /usr/sbin/pgbouncer), or every test here skips
 # PgBouncer refuses to run as root; devdb creates this user to run PostgreSQL the same way.
@@ -206,3 +208,68 @@ def test_service_passes_its_crud_suite_through_pgbouncer_in_transaction_mode(
     }
     assert pooled
     assert max(pooled.values()) > 50
+
+
+async def _busy_pgbouncer(url: str, clients: int, stop: asyncio.Event) -> None:
+    """`clients` connections through PgBouncer, each running half-second queries until `stop`:
+    every server connection busy, the other clients queued for one (other pods under load)."""
+
+    async def client() -> None:
+        connection = await asyncpg.connect(url, statement_cache_size=0)
+        try:
+            while not stop.is_set():
+                await connection.execute("SELECT pg_sleep(0.5)")
+        finally:
+            await connection.close()
+
+    await asyncio.gather(*(client() for _ in range(clients)))
+
+
+async def _probed_while_pgbouncer_is_busy(served: Served, through: str) -> dict[str, list[int]]:
+    stop = asyncio.Event()
+    answers: dict[str, list[int]] = {"traffic": [], "ready": []}
+
+    async def traffic(http: httpx.AsyncClient) -> None:
+        while not stop.is_set():
+            answers["traffic"].append((await http.get("/items/1")).status_code)
+
+    busy = asyncio.create_task(_busy_pgbouncer(through, 50, stop))
+    async with (
+        httpx.AsyncClient(base_url=served.url, timeout=20) as http,
+        httpx.AsyncClient(base_url=f"http://127.0.0.1:{served.metrics_port}", timeout=2) as kubelet,
+    ):
+        requests = [asyncio.create_task(traffic(http)) for _ in range(2)]
+        try:
+            await asyncio.sleep(3)  # the queue forms; the first requests come back
+            for _ in range(4):
+                answers["ready"].append((await kubelet.get("/readyz")).status_code)
+                await asyncio.sleep(0.5)
+        finally:
+            stop.set()
+            await asyncio.gather(busy, *requests)
+    return answers
+
+
+@pytest.mark.slow
+def test_readiness_holds_while_pgbouncer_queues_every_client_for_a_server_connection(
+    default_project: Path, postgres_url: str, pgbouncer_url: str, tmp_path: Path
+) -> None:
+    """Behind PgBouncer the probe's connection of its own is one more client connection: its
+    SELECT 1 waits in PgBouncer's queue like any query. With every server connection busy (other
+    pods' half-second queries), a query waits about two seconds for one: the pod's requests are
+    answered in that time, and readiness must not take it, and with it every pod, out of the
+    Service for a moment of the shared pooler."""
+    with migrated_database(default_project, postgres_url, "pgbouncer_readiness") as direct:
+        through = urlunsplit(urlsplit(direct)._replace(netloc=urlsplit(pgbouncer_url).netloc))
+        served = start_service(
+            default_project, through, tmp_path / "service.log",
+            STATEMENT_CACHE_SIZE="0", POOL_MIN_SIZE="2", POOL_MAX_SIZE="2",
+        )  # fmt: skip
+        try:
+            answers = asyncio.run(_probed_while_pgbouncer_is_busy(served, through))
+        finally:
+            served.process.terminate()
+            served.process.wait(timeout=30)
+    # The pod's requests were answered (no such row) while PgBouncer queued them.
+    assert set(answers["traffic"]) == {404}, served.output()[-3000:]
+    assert answers["ready"] == [200] * 4, served.output()[-3000:]

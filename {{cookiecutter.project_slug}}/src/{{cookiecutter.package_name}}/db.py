@@ -59,6 +59,10 @@ _BROKEN = (
     asyncpg.InternalClientError,
     asyncpg.OperatorInterventionError,
 )
+# A pooled round trip answered this recently shows the database within reach: readiness asks it
+# nothing more (Database.reachable). About one readiness period of the chart's.
+ANSWERED_LATELY_SECONDS = 5.0
+_NEVER = float("-inf")
 
 
 class _Lease:
@@ -74,16 +78,20 @@ class _Lease:
         database = self._database
         pool = database.pool
         start = time.perf_counter()
-        if queued_connections(pool):
-            # A free connection is there to take: no wait, so no timer to arm and cancel
-            # (acquire + release: 13.6 -> 11.3 us CPU, uvloop, one core). One that must
-            # reconnect first is still bounded: the pool's connect timeout is the same.
-            self._connection = await pool.acquire()
-        else:
-            # asyncio.timeout, not acquire(timeout=): asyncpg's wait_for wraps each acquire in a
-            # Task (measured 84 -> 76.5 us CPU per acquire + query + release).
-            async with asyncio.timeout(database.acquire_timeout):
+        try:
+            if queued_connections(pool):
+                # A free connection is there to take: no wait, so no timer to arm and cancel
+                # (acquire + release: 13.6 -> 11.3 us CPU, uvloop, one core). One that must
+                # reconnect first is still bounded: the pool's connect timeout is the same.
                 self._connection = await pool.acquire()
+            else:
+                # asyncio.timeout, not acquire(timeout=): asyncpg's wait_for wraps each acquire in
+                # a Task (measured 84 -> 76.5 us CPU per acquire + query + release).
+                async with asyncio.timeout(database.acquire_timeout):
+                    self._connection = await pool.acquire()
+        except _BROKEN as error:
+            _unanswered(database, error)  # a pooled connection could not be opened again
+            raise
         if database.on_acquire_wait is not None:
             database.on_acquire_wait(time.perf_counter() - start)
         return self._connection
@@ -96,11 +104,21 @@ class _Lease:
     ) -> None:
         connection = self._connection
         assert connection is not None
-        if isinstance(exc, _BROKEN) and not isinstance(exc, asyncpg.QueryCanceledError):
+        if exc is None:
+            self._database.answered_at = time.monotonic()
+        elif isinstance(exc, _BROKEN) and not isinstance(exc, asyncpg.QueryCanceledError):
             # Without the reset query nothing on release notices a connection the server dropped
             # mid-query; handed out again, it fails the next request with InternalClientError.
             connection.terminate()
+            _unanswered(self._database, exc)
         await release(self._database.pool, connection)
+
+
+def _unanswered(database: "Database", error: BaseException) -> None:
+    """A pooled connection failed: the last answer shows nothing any more, readiness asks on its
+    own connection. A deadline (the acquire's, a route's) is a slow moment, not a lost database."""
+    if not isinstance(error, TimeoutError):
+        database.answered_at = _NEVER
 
 
 async def release(pool: "asyncpg.Pool[Record]", connection: Connection) -> None:
@@ -140,6 +158,9 @@ class Database:
         self.acquire_timeout = acquire_timeout
         # Called with the seconds each acquire waited (the pool wait metric).
         self.on_acquire_wait = on_acquire_wait
+        # time.monotonic() when a pooled round trip was last answered; unset by a pooled
+        # connection that failed (_Lease).
+        self.answered_at = _NEVER
 
     @classmethod
     async def connect(
@@ -171,9 +192,20 @@ class Database:
     def connection(self) -> _Lease:
         return _Lease(self)
 
-    async def ping(self, within: float) -> None:
-        """Raise unless the database answers SELECT 1 within `within` seconds, on the probe's own
-        connection: never a pooled one, which a slow table can hold."""
+    async def reachable(self, within: float) -> None:
+        """Raise unless the database is within reach: a pooled round trip answered in the last
+        ANSWERED_LATELY_SECONDS with no pooled connection failing since, else SELECT 1 answered
+        within `within` seconds on the probe's own connection, never a pooled one, which a slow
+        table can hold.
+
+        The answers come first: behind PgBouncer the probe's connection is one more client, whose
+        SELECT 1 waits with every other query for a server connection, so a busy pooler would
+        fail the probe of every pod at once while each pod's requests are being answered; a
+        database slow for everyone would too. A pod with no recent answer, or whose pooled
+        connection just failed, asks on its own connection.
+        """
+        if time.monotonic() - self.answered_at < ANSWERED_LATELY_SECONDS:
+            return
         await self.probe.ping(within)
 
     async def close(self, within: float = 10.0) -> None:

@@ -120,6 +120,51 @@ async def test_probes_answer_on_the_metrics_port_while_the_traffic_port_is_at_it
     assert ready.status_code == 200, ready.text
 
 
+async def _reopened_with_half_a_head(port: int, opened: asyncio.Event) -> None:
+    """A connection that sends half a request head and waits; opened again once it is closed."""
+    while True:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        opened.set()
+        try:
+            writer.write(b"GET /metrics HTTP/1.1\r\nHost: test\r\nX-Slow: ")
+            await reader.read()  # until the listener closes it
+        except ConnectionResetError:
+            pass  # closed on unread bytes: a reset, and the next one opens
+        finally:
+            writer.close()
+
+
+async def test_probes_answer_while_a_client_reopens_connections_with_half_a_head(
+    database_url: str, auth_env: dict[str, str], tmp_path: Path
+) -> None:
+    """Anything in the cluster reaches the metrics port (the NetworkPolicy is opt-in): a client
+    re-opening a few dozen connections that never finish a head must not fail the kubelet's
+    probes, or liveness restarts the pod."""
+    metrics_port = free_port()
+    with serve(tmp_path / "server.log", **_env(database_url, auth_env, metrics_port)):
+        opened = [asyncio.Event() for _ in range(64)]
+        holding = [
+            asyncio.create_task(_reopened_with_half_a_head(metrics_port, event)) for event in opened
+        ]
+        try:
+            await asyncio.gather(*(event.wait() for event in opened))
+            answers: list[int | str] = []
+            for path in ["/healthz", "/readyz"] * 10:
+                # A new connection for each probe, as the kubelet's; its timeout, the chart's.
+                async with httpx.AsyncClient(timeout=2) as kubelet:
+                    try:
+                        response = await kubelet.get(f"http://127.0.0.1:{metrics_port}{path}")
+                        answers.append(response.status_code)
+                    except httpx.HTTPError as error:
+                        answers.append(type(error).__name__)
+            assert all(not task.done() for task in holding)  # they kept at it all along
+        finally:
+            for task in holding:
+                task.cancel()
+            await asyncio.gather(*holding, return_exceptions=True)
+    assert answers == [200] * 20
+
+
 async def test_readiness_answers_503_while_the_server_drains_and_liveness_still_200(
     database_url: str, auth_env: dict[str, str], auth_headers: dict[str, str], tmp_path: Path
 ) -> None:

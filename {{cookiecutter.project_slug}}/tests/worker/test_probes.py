@@ -5,8 +5,11 @@ import asyncio
 import time
 from pathlib import Path
 
+import asyncpg
 import httpx
 from devdb import free_port
+
+from {{ cookiecutter.package_name }}.worker.run import DEPTH_EVERY_SECONDS
 
 from .workers import worker
 
@@ -58,3 +61,26 @@ async def test_a_worker_connected_to_its_queue_is_ready(database_url: str, tmp_p
     with worker(log, database_url, "", METRICS_PORT=str(port)):
         ready = await _status_until(f"http://127.0.0.1:{port}/readyz", 200, 30)
     assert ready == 200, log.read_text()[-2000:]
+
+
+async def test_a_worker_whose_queue_reads_stop_coming_back_is_no_longer_ready(
+    database_url: str, tmp_path: Path
+) -> None:
+    """The queue table locked from outside (a migration waiting on it, or a connection the
+    database no longer answers): no job is taken, and readiness must stop saying so."""
+    port = free_port()
+    log = tmp_path / "worker.log"
+    ready_url = f"http://127.0.0.1:{port}/readyz"
+    with worker(log, database_url, "", METRICS_PORT=str(port)):
+        assert await _status_until(ready_url, 200, 30) == 200, log.read_text()[-2000:]
+        locker = await asyncpg.connect(database_url)
+        try:
+            async with locker.transaction():
+                await locker.execute("LOCK TABLE pgqueuer IN ACCESS EXCLUSIVE MODE")
+                status = await _status_until(ready_url, 503, 4 * DEPTH_EVERY_SECONDS)
+        finally:
+            await locker.close()
+        # The lock gone, the next read makes it ready again.
+        again = await _status_until(ready_url, 200, 4 * DEPTH_EVERY_SECONDS)
+    assert status == 503
+    assert again == 200

@@ -1,5 +1,6 @@
-"""Liveness never touches the database; readiness asks it one cheap question, on a connection of
-its own (db.py `ProbeConnection`), never a pooled one that a slow table can hold. The kubelet
+"""Liveness never touches the database; readiness takes the pod's pooled queries answered lately
+as the database within reach, else asks it one cheap question on a connection of its own (db.py
+`Database.reachable`), never a pooled one that a slow table can hold. The kubelet
 probes these on the metrics port (serving/probes.py), out of the traffic port's connection cap;
 here they answer balancers and people that ask the traffic port."""
 
@@ -26,12 +27,12 @@ async def healthz() -> JSONBytesResponse:
 
 @router.get(
     READINESS_PATH,
-    summary="Readiness: the database answers within a second, on the probe's own connection",
+    summary="Readiness: the database answered lately, else within a second on the probe's own",
     responses={503: {"description": "Database unavailable"}},
 )
 async def readyz(database: DatabaseDep) -> Response:
     try:
-        await database.ping(READINESS_TIMEOUT_SECONDS)
+        await database.reachable(READINESS_TIMEOUT_SECONDS)
     except Exception as exc:  # any failure means "not ready"; the reason goes to the log only
         logger.warning("not_ready", error=type(exc).__name__)
         return retry_shortly("The database is not answering.")

@@ -9,11 +9,14 @@ thread, the same collectors. It is started with `startup()` rather than `serve()
 installs no signal handlers (the traffic server owns SIGTERM) and runs no ticker; the asyncio
 server it opens accepts connections on its own.
 
-Its connections are few (`_MAX_CONNECTIONS`), and the ones that never finish a request cannot keep
-the scraper out: a connection past the cap closes the oldest one that waits on its client (silent,
-half a head sent, a body that never comes, or idle between scrapes) rather than being refused.
-A scraper's connection sends its request at once and is answered in milliseconds; eight
-connections re-opened as soon as they were closed used to get every scrape a 503.
+The connections that never finish a request cannot keep the scraper or the kubelet's probes out: a
+connection past `_MAX_CONNECTIONS` closes the oldest one that waits on its client (silent, half a
+head sent, a body that never comes, or idle between scrapes) rather than being refused. A probe's
+connection sends its request at once and is answered in milliseconds, so it is only closed if
+that many connections arrive before its head is read: with a cap of 8 (and uvicorn's 503 from
+the 9th connection, closed ones not yet gone included), a client re-opening 16 connections with
+half a head got every scrape and probe refused or cut (tests/serving/test_probes.py), and
+liveness would restart the pod. No 503 is answered here: a probe must never be refused.
 """
 
 import asyncio
@@ -30,8 +33,10 @@ from starlette.routing import BaseRoute, Route
 
 from .protocol import GuardedHttpToolsProtocol
 
-# A scraper opens one connection at a time; a few more leave room for a person with curl.
-_MAX_CONNECTIONS = 8
+# Connections waiting on their clients before the oldest is closed: many, so that a flood of them
+# cannot close a probe's connection before its head is read; each holds at most a request head
+# (MAX_REQUEST_HEAD_BYTES, 16 KiB by default): 4 MiB then.
+_MAX_CONNECTIONS = 256
 METRICS_PATH = "/metrics"
 _KEEP_ALIVE_SECONDS = 5
 
@@ -112,9 +117,10 @@ async def metrics_listener(
         proxy_headers=False,
         ws="none",
         http=_making_room(protocol),
-        # uvicorn's own cap answers 503 from this many connections on: with room made above, only
-        # when every one of them is being answered.
-        limit_concurrency=_MAX_CONNECTIONS + 1,
+        # No limit_concurrency: uvicorn's cap answers 503 to every request, probes included, once
+        # enough connections are open, closed ones it has not yet forgotten counted; room is made
+        # above instead, and an answer takes milliseconds.
+        limit_concurrency=None,
         timeout_keep_alive=_KEEP_ALIVE_SECONDS,
         timeout_graceful_shutdown=_KEEP_ALIVE_SECONDS,
     )

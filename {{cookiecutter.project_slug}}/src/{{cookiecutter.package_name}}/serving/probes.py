@@ -7,9 +7,11 @@ its own that no client of the API reaches (only the metrics Service exposes the 
 same event loop: a loop that stops answering still fails liveness, as it must.
 
 /healthz: 200 once the server has started (its lifespan ran, its port is bound), and through the
-drain. /readyz: 200 while this pod can serve: started, not draining, and the database answering
-on the probe's own connection (db.py `ProbeConnection`), never a pooled one: a pool held by one
-slow table is a moment of the shared database, not a reason for every pod to leave the Service.
+drain. /readyz: 200 while this pod can serve: started, not draining, and the database within
+reach (db.py `Database.reachable`): its pooled queries answered lately, else SELECT 1 on the
+probe's own connection (`ProbeConnection`), never a pooled one: a pool held by one slow table, or
+PgBouncer queueing every client, is a moment of the shared database, not a reason for every pod
+to leave the Service.
 The traffic port still answers both paths (health/routes.py), for balancers that probe it.
 """
 
@@ -59,7 +61,7 @@ class Probes:
             # SIGTERM came: the pod drains what it has and takes nothing new.
             return retry_shortly("The server is draining.")
         try:
-            await database.ping(READINESS_TIMEOUT_SECONDS)
+            await database.reachable(READINESS_TIMEOUT_SECONDS)
         except Exception as exc:  # any failure means "not ready"; the reason goes to the log only
             logger.warning("not_ready", error=type(exc).__name__)
             return retry_shortly("The database is not answering.")

@@ -4,11 +4,15 @@
 Liveness alone (the loop answers) says nothing of the jobs: a worker that cannot reach the
 database loops on `worker_connection_lost` with its loop perfectly alive, and a release that can
 never run a job would roll out fully. /readyz answers 200 only while the worker holds a connection
-on which it last read the queue table (every DEPTH_EVERY_SECONDS, run.py) and has not been told to
-stop; with the chart's minReadySeconds a new worker must stay so before the rollout goes on.
+on which it read the queue table lately (it reads it every DEPTH_EVERY_SECONDS, run.py) and has not
+been told to stop; with the chart's minReadySeconds a new worker must stay so before the rollout
+goes on. A read that never comes back (the table locked, a connection the database no longer
+answers) leaves the worker taking no job: the age of the last read says so, its outcome alone
+would not.
 """
 
 import asyncio
+import time
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -22,12 +26,25 @@ _OK = b'{"status":"ok"}'
 
 
 class WorkerProbes:
-    """`taking_jobs` is set by run.py while connected with the queue read; `stop` is the event
-    SIGTERM sets."""
+    """run.py calls `queue_read` after each read of the queue table and `disconnected` when its
+    connection is gone; `stop` is the event SIGTERM sets. Ready while the last read is younger
+    than `stale_after` seconds."""
 
-    def __init__(self, stop: asyncio.Event) -> None:
+    def __init__(self, stop: asyncio.Event, stale_after: float) -> None:
         self._stop = stop
-        self.taking_jobs = False
+        self._stale_after = stale_after
+        self._read_at: float | None = None
+
+    def queue_read(self) -> None:
+        self._read_at = time.monotonic()
+
+    def disconnected(self) -> None:
+        self._read_at = None
+
+    @property
+    def taking_jobs(self) -> bool:
+        read_at = self._read_at
+        return read_at is not None and time.monotonic() - read_at < self._stale_after
 
     def routes(self) -> list[Route]:
         return [

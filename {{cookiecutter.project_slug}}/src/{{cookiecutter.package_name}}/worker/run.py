@@ -39,6 +39,8 @@ logger = structlog.get_logger(__name__)
 PRUNE = "prune_job_log"
 PRUNE_LOG = "DELETE FROM pgqueuer_log WHERE created < now() - make_interval(secs => $1)"
 DEPTH_EVERY_SECONDS = 5.0
+# A worker whose last queue read is older than this takes no job (probes.py): three reads missed.
+STALE_AFTER_SECONDS = 3 * DEPTH_EVERY_SECONDS
 RECONNECT_MAX_SECONDS = 10.0
 
 
@@ -90,11 +92,11 @@ async def _sample_depth(pgq: PgQueuer, metrics: JobMetrics, probes: WorkerProbes
         try:
             rows = await pgq.connection.fetch(DEPTH)
         except Exception as error:  # the run itself notices a lost connection and reconnects
-            probes.taking_jobs = False
+            probes.disconnected()
             logger.warning("queue_depth_unread", error=str(error))
         else:
             metrics.record_depth(rows)
-            probes.taking_jobs = True
+            probes.queue_read()
         await asyncio.sleep(DEPTH_EVERY_SECONDS)
 
 
@@ -127,14 +129,14 @@ async def _run_once(
             relay.cancel()
             depth.cancel()
     finally:
-        probes.taking_jobs = False
+        probes.disconnected()
         connection.terminate()
 
 
 async def work(settings: Settings, stop: asyncio.Event, metrics: JobMetrics) -> None:
     """Run jobs until `stop` is set; connect again whenever the connection is lost. Beside
     /metrics, the probes say whether the worker is taking jobs (probes.py)."""
-    probes = WorkerProbes(stop)
+    probes = WorkerProbes(stop, STALE_AFTER_SECONDS)
     pause = 0.5
     async with (
         httpx.AsyncClient() as client,
