@@ -62,7 +62,10 @@ def _restore_timeouts(ctx: MigrationContext, **_: object) -> None:
 
 
 def run_migrations() -> None:
-    options: dict[str, Any] = {"transaction_per_migration": True, "on_version_apply": [_restore_timeouts]}
+    options: dict[str, Any] = {
+        "transaction_per_migration": True,
+        "on_version_apply": [_restore_timeouts],
+    }
     if context.is_offline_mode():
         context.configure(url=_url(), literal_binds=True, **options)
         for statement in timeouts():
