@@ -62,7 +62,8 @@ class Follower:
         """The newest revision's upgrade() and downgrade(): the guide's, as it shows them."""
         assert self.newest is not None, "no `make revision` before the code to put in it"
         text = self.newest.read_text()
-        self.newest.write_text(text[: text.index("def upgrade() -> None:")] + code)
+        kept = "" if "def downgrade" in code else "\n\n" + text[text.index("def downgrade") :]
+        self.newest.write_text(text[: text.index("def upgrade() -> None:")] + code + kept)
 
     def retire(self, field: str) -> None:
         """Take `field`'s line out of the declaration and name it in `retired_fields`."""
@@ -116,37 +117,39 @@ def test_the_schema_guide_followed_step_by_step_keeps_lint_and_suite_green_at_ev
         follower.follow(_section(guide, "Remove a field"), before={"make revision": "unretire"})
         columns = f"SELECT attname FROM pg_attribute WHERE attrelid = '{PLURAL}'::regclass"
         assert "color" not in {row[0] for row in asyncio.run(fetch(deployed, columns))}
-        # Rename `note` to `remark`: release 2 retires `note`, release 3 drops it.
-        rename = {
-            'make revision MESSAGE="stop copying': "retire:note",
-            'make revision MESSAGE="drop note': "unretire",
-        }
+        # Rename `note` to `remark`: release 2 retires `note` (carried over), release 3 drops it.
+        rename = {"make openapi": "retire:note", 'make revision MESSAGE="drop note': "unretire"}
         follower.follow(_section(guide, "Rename a field"), before=rename)
         assert "note" not in {row[0] for row in asyncio.run(fetch(deployed, columns))}
 
 
-def test_the_rename_trigger_copies_a_write_of_the_old_field_and_keeps_one_of_the_new(
+def test_the_rename_carries_over_what_the_previous_releases_pods_write_to_the_old_field(
     tmp_path: Path, postgres_url: str
 ) -> None:
-    """Release 1 of the guide's rename, then writes as the previous release makes them (`note`
-    alone) and as a moved client does (`remark`)."""
+    """Releases 1 and 2 of the guide's rename migrated, then writes as release 1's pods make them
+    (both fields named, `remark` null when not sent) and as release 2's do (`remark` alone)."""
     project = bake(tmp_path)
     guide = project / "docs" / "changing-the-schema.md"
-    release_1 = _section(guide, "Rename a field").split("**Release 2")[0]
-    with scratch_database(postgres_url, "guide_schema_trigger") as deployed:
+    releases = _section(guide, "Rename a field").split("**Release 3")[0]
+    with scratch_database(postgres_url, "guide_schema_rename") as deployed:
         follower = Follower(project, deployed, postgres_url)
         follower.command('make field PLURAL=items FIELD="note:text(500)?"')
-        follower.follow(release_1.replace("make lint\nmake test\n", ""))
-        insert = f"INSERT INTO {PLURAL} (name, price_cents, {{}}) VALUES ('n', 1, $1) RETURNING id"
-        (old,) = asyncio.run(fetch(deployed, insert.format("note"), "written old"))
-        (new,) = asyncio.run(fetch(deployed, insert.format("remark"), "written new"))
-        asyncio.run(fetch(deployed, f"UPDATE {PLURAL} SET note = 'changed' WHERE id = $1", old[0]))
-        rows = asyncio.run(fetch(deployed, f"SELECT id, note, remark FROM {PLURAL} ORDER BY id"))
+        follower.follow(releases.replace("make lint\nmake test\n", ""),
+                        before={"make openapi": "retire:note"})  # fmt: skip
+        both = f"INSERT INTO {PLURAL} (name, price_cents, note, remark) VALUES ('n', 1, $1, $2)"
+        asyncio.run(fetch(deployed, both, "old pod", None))
+        asyncio.run(fetch(deployed, both, "old pod", "sent too"))
+        remark = f"INSERT INTO {PLURAL} (name, price_cents, remark) VALUES ('n', 1, $1)"
+        asyncio.run(fetch(deployed, remark, "new pod"))
+        first = f"(SELECT min(id) FROM {PLURAL})"
+        old_update = f"UPDATE {PLURAL} SET note = 'changed', remark = remark WHERE id = {first}"
+        asyncio.run(fetch(deployed, old_update))
+        rows = asyncio.run(fetch(deployed, f"SELECT note, remark FROM {PLURAL} ORDER BY id"))
         assert [(row["note"], row["remark"]) for row in rows] == [
             ("changed", "changed"),
-            (None, "written new"),
+            ("old pod", "sent too"),
+            (None, "new pod"),
         ]
-        assert new[0] == rows[1]["id"]
 
 
 def test_make_lint_fails_naming_the_rule_on_a_plain_index_of_a_table_that_exists(

@@ -154,9 +154,10 @@ def main(args: argparse.Namespace) -> int:
             )  # fmt: skip
             _say_outcome(outcome)
             outcomes.append(outcome)
-    args.results.mkdir(parents=True, exist_ok=True)
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    path = args.results / f"migrate-under-load-{stamp}.json"
+    # A folder of its own: the load test's readers take every *.json of results/ for one of theirs.
+    folder = args.results / "migrate-under-load"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.json"
     document = {"scenario": scenario, "rate": rate, "phases": [o.as_dict() for o in outcomes]}
     path.write_text(json.dumps(document, indent=2) + "\n")
     held = all(outcome.held for outcome in outcomes)
