@@ -191,6 +191,7 @@ STATEMENTS = {
     "DROP COLUMN": "ALTER TABLE items DROP COLUMN description",
     "ALTER COLUMN ... DROP NOT NULL": "ALTER TABLE items ALTER COLUMN name DROP NOT NULL",
     "DROP TABLE": "DROP TABLE items",
+    "DROP FUNCTION": "DROP FUNCTION items_remark_from_note()",
 }
 
 
