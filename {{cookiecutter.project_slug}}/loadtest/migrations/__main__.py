@@ -22,7 +22,7 @@ from ..drive import Engine, credentials, service
 from ..plan import BY_NAME, ENVIRONMENT, SCENARIOS, given, load, resource_of
 from ..profile.run import MODEST_RATE, serving_rates
 from ..report import say
-from .phases import Migrations, phases
+from .phases import Migrations, go, phases
 from .run import Outcome, run_phase
 
 WARMUP_SECONDS = 2.0
@@ -91,7 +91,8 @@ def _say_outcome(outcome: Outcome) -> None:
     )
     say(
         f"  {outcome.phase}: {step.requests:,} requests, {step.errors} failed, p99 "
-        f"{step.p99_ms:.1f} ms (limit {outcome.limit_ms:.0f}), max {step.max_ms:.1f} ms; "
+        f"{step.p99_ms:.1f} ms (limit {outcome.limit_ms:.0f}), max {step.max_ms:.1f} ms, client "
+        f"CPU {step.client_cpu:.0f} %; "
         f"migrate {migrate}, {outcome.attempts} attempt(s) -> "
         f"{'held' if outcome.held else 'MISSED'}"
     )
@@ -124,6 +125,7 @@ def main(args: argparse.Namespace) -> int:
         folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="under-load-")))
         migrations = Migrations(folder)
         first = migrations.migrate({**os.environ, "DATABASE_URL": url})
+        go(first)
         if first.wait() != 0:
             say(f"the project's migrations failed: {first.communicate()[1]}")
             return 1
@@ -161,7 +163,8 @@ def main(args: argparse.Namespace) -> int:
     document = {"scenario": scenario, "rate": rate, "phases": [o.as_dict() for o in outcomes]}
     path.write_text(json.dumps(document, indent=2) + "\n")
     held = all(outcome.held for outcome in outcomes)
-    say(f"{'every phase held' if held else 'a phase MISSED'}; {path}")
+    shown = path.relative_to(project.ROOT) if path.is_relative_to(project.ROOT) else path
+    say(f"{'every phase held' if held else 'a phase MISSED'}; {shown}")
     return 0 if held else 1
 
 

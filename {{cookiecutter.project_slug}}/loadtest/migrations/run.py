@@ -19,7 +19,7 @@ import psycopg
 from ..drive import Engine, Step
 from ..drive.engine import START_DELAY_S
 from ..plan import Mix
-from .phases import Holder, Migrations, Phase, lock_timeout_ms
+from .phases import Holder, Migrations, Phase, go, lock_timeout_ms
 
 LEAD_S = 0.5  # the migration starts this long into the measured window
 
@@ -73,14 +73,17 @@ def run_phase(
     holder: list[Holder] = []
     migrating: dict[str, Any] = {}
 
+    if phase.blocked:
+        holder.append(Holder(database_url, table))
+    process = migrations.migrate(env)
+
     def migrate() -> None:
-        if phase.blocked:
-            holder.append(Holder(database_url, table))
-            # At the latest before the window ends: a migration without a lock_timeout waits
-            # for it all that while, and the clients with it.
-            threading.Timer(duration - LEAD_S - 1.0, holder[0].release).start()
         started = time.monotonic()
-        process = migrations.migrate(env)
+        if holder:
+            # At the latest a second before the window ends: a migration without a lock_timeout
+            # waits for it all that while, and the clients with it.
+            threading.Timer(duration - LEAD_S - 1.0, holder[0].release).start()
+        go(process)
         assert process.stderr is not None
         lines = []
         for line in process.stderr:  # until the command exits
