@@ -51,7 +51,8 @@ def test_migrations_under_load_hold_with_the_timeouts_and_the_blocked_one_misses
     code, output = _under_load(
         project, postgres_url, f"{SHORT} --phases baseline,blocked", **without
     )
-    assert code == 1, output[-4000:]
+    assert code != 0, output[-4000:]
+    assert "a phase MISSED" in output
     blocked = _phases(project)[BLOCKED]
     assert not blocked["held"]
     assert blocked["attempts"] == 1  # it waited for the lock, all the while the clients did
