@@ -42,9 +42,12 @@ BLOCKERS = """
 
 
 def _dsn() -> str:
-    url = os.environ.get("DATABASE_URL", "")
+    # The variable, else the file of a Secret mounted in SECRETS_DIR (the chart's migration Job
+    # with secrets as files), as migrations/env.py reads it.
+    secret = Path(os.environ.get("SECRETS_DIR", "/run/secrets")) / "DATABASE_URL"
+    url = os.environ.get("DATABASE_URL") or (secret.read_text().strip() if secret.is_file() else "")
     if not url:
-        raise SystemExit("DATABASE_URL is not set: nothing to migrate")
+        raise SystemExit(f"DATABASE_URL is not set, nor in {secret}: nothing to migrate")
     return url
 
 
