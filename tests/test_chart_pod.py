@@ -118,13 +118,15 @@ def test_database_url_comes_from_the_users_secret_and_an_existing_one_is_used_as
     assert job["env"][0]["valueFrom"]["secretKeyRef"] == {"name": "prod-db", "key": "url"}
 
 
-def test_migrations_run_as_a_pre_install_and_pre_upgrade_hook_with_alembic(chart: Path) -> None:
+def test_migrations_run_as_a_pre_install_and_pre_upgrade_hook_with_the_migrate_command(
+    chart: Path,
+) -> None:
     job = find(render(chart), "Job")
     annotations = job["metadata"]["annotations"]
     assert annotations["helm.sh/hook"] == "pre-install,pre-upgrade"
     assert "before-hook-creation" in annotations["helm.sh/hook-delete-policy"]
     (container,) = job["spec"]["template"]["spec"]["containers"]
-    assert container["command"] == ["alembic", "upgrade", "heads"]
+    assert container["command"] == ["python", "-m", "inventory_service", "migrate"]
     assert job["spec"]["template"]["spec"]["restartPolicy"] == "Never"
 
 

@@ -186,7 +186,7 @@ def test_image_builds_unchanged_and_serves_as_uid_10001_from_an_unwritten_root(
             run = ["run", "--isolation", "chroot", "--env", f"DATABASE_URL={url}",
                    "--env", f"PORT={port}", "--mount", f"type=bind,source={tmp},destination=/tmp",
                    container, "--"]  # fmt: skip
-            buildah(*run, "alembic", "upgrade", "heads")  # what the migration Job runs
+            buildah(*run, "python", "-m", "inventory_service", "migrate")  # the migration Job's
             served = _serve_and_drain(run, config["Cmd"], port)
         after = _snapshot(root)
     finally:

@@ -1,6 +1,9 @@
 """`python -m scaffold add NAME PLURAL --fields SPEC`, `python -m scaffold remove PLURAL` (both
 rewrite openapi.json), `python -m scaffold openapi` (writes it from create_app()) and
-`python -m scaffold template-update` (make template-update, scaffold/upkeep.py)."""
+`python -m scaffold template-update` (make template-update, scaffold/upkeep.py) and
+`python -m scaffold lint-migrations` (squawk on each revision's SQL, scaffold/squawk.py),
+`python -m scaffold revision MESSAGE` and `python -m scaffold field PLURAL SPEC` (a revision after
+the resources' latest: blank, or adding a field to a resource in use; scaffold/revision.py)."""
 
 import argparse
 import sys
@@ -8,7 +11,9 @@ from pathlib import Path
 
 from .generate import GenerateError, add_resource, remove_resource
 from .openapi import refresh_document, write_document
+from .revision import add_field, add_revision
 from .spec import SpecError
+from .squawk import lint
 from .upkeep import template_update
 
 
@@ -26,14 +31,32 @@ def main(argv: list[str] | None = None) -> int:
     commands.add_parser(
         "template-update", help="take the template's changes; your resources are left alone"
     )
+    lint_migrations = commands.add_parser("lint-migrations", help="squawk on each revision's SQL")
+    lint_migrations.add_argument("--since", help="only the revisions added since this git revision")
+    revision = commands.add_parser("revision", help="a blank revision after the resources' latest")
+    revision.add_argument("message", help="what it does (add note to items)")
+    field = commands.add_parser("field", help="add a field to a resource in use: revisions, line")
+    field.add_argument("plural", help="the resource's plural (items)")
+    field.add_argument("spec", help="one field of the spec (note:text(500)?:filter)")
     arguments = parser.parse_args(argv)
+    if arguments.command == "lint-migrations":
+        return lint(arguments.root, arguments.since)
+    if arguments.command == "revision":
+        try:
+            print(add_revision(arguments.root, arguments.message))
+        except GenerateError as error:
+            print(f"ERROR: {error}", file=sys.stderr)
+            return 2
+        return 0
     if arguments.command == "template-update":
         return template_update(arguments.root)
     if arguments.command == "openapi":
         print(write_document(arguments.root))
         return 0
     try:
-        if arguments.command == "add":
+        if arguments.command == "field":
+            written = add_field(arguments.root, arguments.plural, arguments.spec)
+        elif arguments.command == "add":
             plural = arguments.plural or f"{arguments.name}s"
             written = add_resource(
                 arguments.root,

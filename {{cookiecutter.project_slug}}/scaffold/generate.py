@@ -71,7 +71,7 @@ def package_of(root: Path) -> str:
     return packages[0]
 
 
-def _environment() -> jinja2.Environment:
+def environment() -> jinja2.Environment:
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATES),
         undefined=jinja2.StrictUndefined,
@@ -92,7 +92,7 @@ def _migrations(root: Path) -> dict[str, str | None]:
     return found
 
 
-def _next_revision(root: Path) -> tuple[str, str | None]:
+def next_revision(root: Path) -> tuple[str, str | None]:
     """(the new revision, the head it follows)."""
     migrations = _migrations(root)
     heads = set(migrations) - {down for down in migrations.values() if down}
@@ -105,9 +105,9 @@ def _next_revision(root: Path) -> tuple[str, str | None]:
 
 
 def _write_migration(root: Path, template: str, names: Names, action: str) -> Path:
-    revision, down = _next_revision(root)
+    revision, down = next_revision(root)
     text = (
-        _environment()
+        environment()
         .get_template(template)
         .render(r=names, fields=names.fields, revision=revision, down_revision=down)
     )
@@ -156,7 +156,7 @@ def _add_to_readme(root: Path, names: Names) -> Path:
     if README_END not in text:
         raise GenerateError(f"README.md has no {README_END} line to add the resource before")
     section = (
-        _environment()
+        environment()
         .get_template("readme.md.jinja")
         .render(r=names, fields=names.fields, package=package_of(root))
     )
@@ -188,7 +188,7 @@ def add_resource(root: Path, singular: str, plural: str, spec: str) -> list[Path
     names = Names(singular, plural, tuple(parse(spec)))
     # jobs=postgres: each create enqueues its `created` event in its transaction (the jobs guide).
     jobs = (root / "src" / package / "kit" / EVENTS_MODULE).is_file()
-    environment = _environment()
+    templates = environment()
     kit_names = sorted(
         {"Declared", "Page", "Stored", "changes_of", "list_query"}.union(
             *(f.kit_names for f in names.fields)
@@ -198,7 +198,7 @@ def add_resource(root: Path, singular: str, plural: str, spec: str) -> list[Path
     for template, target in FILES.items():
         path = root / target.format(package=package, plural=plural)
         path.parent.mkdir(parents=True, exist_ok=True)
-        text = environment.get_template(template).render(
+        text = templates.get_template(template).render(
             r=names, fields=names.fields, package=package, kit_names=kit_names, jobs=jobs
         )
         path.write_text(text)

@@ -47,6 +47,7 @@ RESERVED = {
     "cursor",
     "body",
     "fields",
+    "retired_fields",
 }
 # Words PostgreSQL reserves (SQL key words that cannot name a column unquoted).
 _SQL_RESERVED_WORDS = """all analyse analyze and any array as asc asymmetric authorization binary both case cast

@@ -2,7 +2,7 @@
 
 From the bottom: the settings; observability; the database pool; the kit (what a resource is
 built from); the resources (one package each, the probes included); serving (what assembles and
-serves them){% if cookiecutter.jobs == "postgres" %} and the worker (what runs the jobs){% endif %}; `__main__`. A file imports only from its own floor or below. A resource imports
+serves them){% if cookiecutter.jobs == "postgres" %} and the worker (what runs the jobs){% endif %}, and the migration command; `__main__`. A file imports only from its own floor or below. A resource imports
 only the kit's public face (`kit/__init__.py`), its own modules, and FastAPI's and pydantic's
 public API: no framework internal, no asyncpg, no `app.state`.
 """
@@ -23,7 +23,7 @@ FLOORS = [
     {"db", "asyncpg_internals"},
     {"kit"},
     None,  # the resources: every other subpackage
-    {"serving"{% if cookiecutter.jobs == "postgres" %}, "worker"{% endif %}},
+    {"serving", "migrate"{% if cookiecutter.jobs == "postgres" %}, "worker"{% endif %}},
     {"__main__"},
 ]
 MACHINERY = {name for floor in FLOORS if floor for name in floor} | {"__init__"}

@@ -5,9 +5,12 @@ A field is declared once (schemas.py) but stored by a migration written beside i
 declared without a migration, a column migrated without a declaration, a type, a nullability or
 a unique constraint that differs, a marked field without its (field, id) index, or a statement of
 sql.py that no longer fits the table fails here, at test time, instead of as a 500 in production.
+A retired field (`retired_fields` of the declaration: out of it, its column dropped by a later
+revision) keeps its column, which no statement names and every insert can leave out.
 """
 
 import importlib
+import re
 from typing import Any
 
 import asyncpg
@@ -27,7 +30,8 @@ STORED_AFTER = ["created_at", "updated_at", "version"]
 STATEMENT_WORDS = {"SELECT", "INSERT", "UPDATE", "DELETE", "WITH"}
 
 COLUMNS = """
-    SELECT attname, format_type(atttypid, atttypmod) AS type, attnotnull AS not_null
+    SELECT attname, format_type(atttypid, atttypmod) AS type, attnotnull AS not_null,
+           atthasdef AS has_default
       FROM pg_attribute
      WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped
      ORDER BY attnum
@@ -81,8 +85,30 @@ async def test_the_table_has_exactly_the_declared_fields_and_the_stored_columns(
 ) -> None:
     columns = set(await _columns(connection, resource.table))
     declared = {*STORED_BEFORE, *resource.fields.model_fields, *STORED_AFTER}
-    assert columns - declared == set(), "columns no field declares (schemas.py)"
+    retired = set(resource.fields.retired_fields)
+    assert columns - declared - retired == set(), "columns no field declares (schemas.py)"
     assert declared - columns == set(), "declared fields no migration added"
+    assert retired - columns == set(), "retired fields whose column is dropped: unretire them"
+    assert retired & declared == set(), "fields both declared and retired"
+
+
+@pytest.mark.parametrize("resource", RESOURCES, ids=[resource.table for resource in RESOURCES])
+async def test_a_retired_fields_column_is_named_by_no_statement_and_left_out_by_inserts(
+    connection: asyncpg.Connection, resource: Resource
+) -> None:
+    columns = await _columns(connection, resource.table)
+    for field in resource.fields.retired_fields:
+        named = [
+            name
+            for name, statement in _statements(resource).items()
+            if re.search(rf"\b{field}\b", statement)
+        ]
+        assert named == [], f"{field} is retired but named by {named}"
+        column = columns[field]
+        assert not column["not_null"] or column["has_default"], (
+            f"{resource.table}.{field} is NOT NULL without a default: every insert, which no "
+            "longer names it, fails; drop NOT NULL in the revision that retires it"
+        )
 
 
 @pytest.mark.parametrize(

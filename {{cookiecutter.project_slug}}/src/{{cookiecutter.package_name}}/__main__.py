@@ -2,6 +2,9 @@
 
 `python -m {{ cookiecutter.package_name }} rotate-cursor-key`: a new key for the sorted pages'
 cursors, the old one still accepted; pods take it at their next start (a rollout).
+
+`python -m {{ cookiecutter.package_name }} migrate`: apply the migrations to DATABASE_URL, trying a revision
+again when it waited too long for a lock (migrate.py); what the chart's migration Job runs.
 {%- if cookiecutter.jobs == "postgres" %}
 
 `python -m {{ cookiecutter.package_name }} worker`: run the jobs the writes enqueue until SIGTERM
@@ -11,6 +14,7 @@ cursors, the old one still accepted; pods take it at their next start (a rollout
 
 import asyncio
 import sys
+from pathlib import Path
 
 from pydantic import ValidationError
 
@@ -19,13 +23,18 @@ from .serving import server
 from .settings import Settings
 from .settings_sources import describe_error
 
-COMMANDS = ("rotate-cursor-key",{% if cookiecutter.jobs == "postgres" %} "worker"{% endif %})
+COMMANDS = ("migrate", "rotate-cursor-key",{% if cookiecutter.jobs == "postgres" %} "worker"{% endif %})
 
 
 def main(arguments: tuple[str, ...] = ()) -> int:
     if (arguments and arguments[0] not in COMMANDS) or len(arguments) > 1:
         print(f"usage: python -m {__package__} [{' | '.join(COMMANDS)}]", file=sys.stderr)
         return 2
+    if arguments == ("migrate",):
+        # Before the settings: the migration Job has DATABASE_URL, not the service's other ones.
+        from .migrate import migrate  # deploy-time only: the server never imports alembic
+
+        return migrate(Path.cwd())
     try:
         settings = Settings()
     except ValidationError as error:

@@ -12,9 +12,9 @@ from the declaration) and in the tests (they derive their bodies from it).
 
 from datetime import datetime
 {% if cookiecutter.python_version == "3.11" -%}
-from typing import Annotated, Any, Generic, Self, TypeVar
+from typing import Annotated, Any, ClassVar, Generic, Self, TypeVar
 {%- else -%}
-from typing import Annotated, Any, Self
+from typing import Annotated, Any, ClassVar, Self
 {%- endif %}
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
@@ -24,9 +24,16 @@ _INPUT = ConfigDict(extra="forbid", strict=True)
 
 
 class Declared(BaseModel):
-    """Base of a resource's declaration: what a client may send, validated strictly."""
+    """Base of a resource's declaration: what a client may send, validated strictly.
+
+    `retired_fields` names fields taken out of the declaration whose columns stay until a later
+    revision drops them (expand/contract, docs/changing-the-schema.md): being out of the
+    declaration, no statement reads or writes them and the API does not show them; the drift test
+    knows their columns are kept on purpose.
+    """
 
     model_config = _INPUT
+    retired_fields: ClassVar[tuple[str, ...]] = ()
 
 
 def _without_default(schema: dict[str, Any]) -> None:
