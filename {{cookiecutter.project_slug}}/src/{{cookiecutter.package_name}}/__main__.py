@@ -23,7 +23,7 @@ from .serving import server
 from .settings import Settings
 from .settings_sources import describe_error
 
-COMMANDS = ("migrate", "rotate-cursor-key",{% if cookiecutter.jobs == "postgres" %} "worker"{% endif %})
+COMMANDS = ("migrate", "rotate-cursor-key"{% if cookiecutter.jobs == "postgres" %}, "worker"{% endif %})
 
 
 def main(arguments: tuple[str, ...] = ()) -> int:
