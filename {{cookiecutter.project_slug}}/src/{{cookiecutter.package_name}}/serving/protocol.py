@@ -150,17 +150,33 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         detail = "The request is not valid HTTP/1.1; it cannot be read."
         if self._awaiting_head:
             self._refuse_in_turn(400, detail)  # a new request's head: after the earlier answers
+        elif self.pipeline:
+            # The body of a request queued behind others (its head was valid, so uvicorn queued
+            # it): the request is never served; in its turn, its refusal is its answer.
+            self._refuse_in_turn(400, detail)
+            cycle, _ = self.pipeline[0]
+            self.pipeline[0] = (cycle, self._refused_in_turn)
         else:
             self._refuse(400, detail)  # the body of the request being answered
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
         if self._deferred is not None and self._idle() and not self.pipeline:
-            # Every request before the refused one is answered: now its refusal.
-            self._unset_keepalive_if_required()
-            status, detail, extra = self._deferred
-            self._deferred = None
-            self._refuse(status, detail, **extra)
+            self._answer_deferred()  # every request before the refused one is answered
+
+    async def _refused_in_turn(self, *_asgi: Any) -> None:
+        """Stands in for the app (an ASGI callable) on a queued request that is not served,
+        started by uvicorn once the requests before it are answered."""
+        self.cycle.disconnected = True  # so that uvicorn adds no answer of its own (a 500)
+        self._answer_deferred()
+
+    def _answer_deferred(self) -> None:
+        if self._deferred is None:
+            return
+        self._unset_keepalive_if_required()
+        status, detail, extra = self._deferred
+        self._deferred = None
+        self._refuse(status, detail, **extra)
 
     def _idle(self) -> bool:
         """No request is being answered: a waiting client is not a slow one."""
