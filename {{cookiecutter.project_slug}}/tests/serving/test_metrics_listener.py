@@ -1,18 +1,27 @@
 """serving/metrics_listener.py: /metrics on METRICS_PORT by a listener of its own, never on
-the traffic port; connections that never finish a request cannot keep the scraper out."""
+the traffic port; connections that never finish a request, or never read their answers, cannot
+keep the scraper or the kubelet's probes out, and one peer's connections cannot close another's."""
 
 import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import httpx
 import pytest
+import uvicorn
 from devdb import free_port
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+from uvicorn.server import ServerState
 
 from {{ cookiecutter.package_name }}.observability.metrics import Metrics
-from {{ cookiecutter.package_name }}.serving.metrics_listener import metrics_listener
+from {{ cookiecutter.package_name }}.serving.metrics_listener import _making_room, metrics_listener
 from {{ cookiecutter.package_name }}.serving.protocol import guarded_protocol
 from {{ cookiecutter.package_name }}.settings import Settings
 
 from ..conftest import BASE
+from .test_uvicorn_contract import _Transport
 
 PROTOCOL = guarded_protocol(Settings(app_env="dev"))
 
@@ -91,3 +100,104 @@ async def test_connections_reopened_with_half_a_head_cannot_keep_the_scraper_out
                 task.cancel()
             await asyncio.gather(*holding, return_exceptions=True)
     assert statuses == [200] * 25
+
+
+class _LargePage:
+    """A /metrics page larger than the socket buffers hold, counting the scrapes it answers: what
+    the real page is when a connection pipelines a few hundred scrapes and never reads."""
+
+    def __init__(self) -> None:
+        self.answered = 0
+        self.changed = asyncio.Event()
+        self.page = b"#" * (8 << 20)
+
+    def endpoint(self) -> Callable[[Request], Awaitable[Response]]:
+        async def scrape(request: Request) -> Response:
+            self.answered += 1
+            self.changed.set()
+            return Response(self.page)
+
+        return scrape
+
+    async def answered_at_least(self, count: int) -> None:
+        while self.answered < count:
+            self.changed.clear()
+            await self.changed.wait()
+
+
+async def _probe(request: Request) -> Response:
+    return Response(b"ok")
+
+
+@pytest.mark.parametrize("scrapes", [1, 2], ids=["answer-unread", "answers-pipelined-unread"])
+async def test_connections_that_never_read_their_answers_cannot_keep_the_probes_out(
+    scrapes: int,
+) -> None:
+    page = _LargePage()
+    port = free_port()
+    routes = [Route("/healthz", _probe)]
+    async with metrics_listener(page, "127.0.0.1", port, protocol=PROTOCOL, routes=routes):
+        holding = []
+        for number in range(8):
+            # One answer left unread in the listener's buffer; or the second of two pipelined
+            # scrapes waiting for the client to read the first.
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(b"GET /metrics HTTP/1.1\r\nHost: test\r\n\r\n" * scrapes)
+            holding.append(writer)
+            await page.answered_at_least(scrapes * (number + 1))
+        await asyncio.sleep(0)  # the last answer written (or waiting to be)
+        try:
+            statuses = []
+            for _ in range(10):  # a new connection each, as the kubelet probes
+                async with httpx.AsyncClient(timeout=5) as http:
+                    probed = await http.get(f"http://127.0.0.1:{port}/healthz")
+                statuses.append(probed.status_code)
+        finally:
+            for writer in holding:
+                writer.transport.abort()
+    assert statuses == [200] * 10
+
+
+class _Peer(_Transport):
+    """A stand-in transport from one peer address, which can be aborted."""
+
+    def __init__(self, address: str) -> None:
+        super().__init__()
+        self.address = address
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        if name == "peername":
+            return (self.address, 40000)
+        return super().get_extra_info(name, default)
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+    def abort(self) -> None:
+        self.closed = True
+
+
+async def test_a_burst_of_connections_from_one_peer_closes_its_own_not_a_probe_waiting_to_be_read(
+    settings: Settings,
+) -> None:
+    cls = _making_room(guarded_protocol(settings))
+    config = uvicorn.Config(_probe, http=cls, lifespan="off", log_config=None)
+    config.load()
+    state = ServerState()
+    loop = asyncio.get_running_loop()
+
+    def accept(address: str) -> tuple[Any, _Peer]:
+        protocol = cls(config=config, server_state=state, app_state={}, _loop=loop)
+        transport = _Peer(address)
+        protocol.connection_made(transport)
+        for closed in [each for each in state.connections if each.transport.is_closing()]:
+            closed.connection_lost(None)
+        return protocol, transport
+
+    # The kubelet's connection is accepted; its request is not read yet when eight more from
+    # another peer are accepted in the same turn of the loop.
+    _, probe = accept("10.0.0.1")
+    flood = [accept("10.0.0.66")[1] for _ in range(8)]
+    assert not probe.closed
+    assert sum(transport.closed for transport in flood) == 1  # the peer's oldest made room
+    assert flood[0].closed
