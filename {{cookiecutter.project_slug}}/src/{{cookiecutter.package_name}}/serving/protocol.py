@@ -50,7 +50,6 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     max_head_bytes: int
     max_headers: int
 
-    opened_at = 0.0  # the loop's time when the connection was accepted
     _head_timer: asyncio.TimerHandle | None = None
     _body_timer: asyncio.TimerHandle | None = None
     _awaiting_head = True  # no request head is complete since the last request ended
@@ -65,12 +64,12 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        self.opened_at = self.loop.time()
         self._head_timer = self.loop.call_later(self.head_timeout, self._head_timed_out)
 
-    def is_answering(self) -> bool:
-        """Whether a response is under way; else the connection waits on its client."""
-        return not self._idle()
+    def waits_on_client(self) -> bool:
+        """Whether the connection waits on its client: for a request (no response under way), or
+        to read what it was sent (output the transport has not passed on)."""
+        return self._idle() or self.transport.get_write_buffer_size() > 0
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel_head_timer()
