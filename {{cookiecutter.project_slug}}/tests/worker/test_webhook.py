@@ -167,6 +167,35 @@ async def test_a_2xx_delivers_the_event_without_its_body_being_read(settings: Se
     assert sent < 32 << 20
 
 
+async def test_deliveries_answered_with_a_short_body_share_one_connection(
+    settings: Settings,
+) -> None:
+    connections = 0
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal connections
+        connections += 1
+        try:
+            while head := await reader.readuntil(b"\r\n\r\n"):
+                length = int(head.lower().partition(b"content-length:")[2].split(b"\r\n")[0])
+                await reader.readexactly(length)
+                writer.write(b'HTTP/1.1 200 OK\r\ncontent-length: 11\r\n\r\n{"ok":true}')
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/events"
+    try:
+        async with httpx.AsyncClient() as client:
+            for _ in range(3):
+                await deliver(_job(), client=client, settings=_settings(settings, url))
+    finally:
+        server.close()
+    assert connections == 1  # the answer's body is read, so its connection carries the next
+
+
 async def test_a_receiver_trickling_its_answer_is_cut_at_the_timeout_and_the_event_retried(
     settings: Settings,
 ) -> None:
