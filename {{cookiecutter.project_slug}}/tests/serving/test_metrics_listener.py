@@ -16,7 +16,11 @@ from starlette.routing import Route
 from uvicorn.server import ServerState
 
 from {{ cookiecutter.package_name }}.observability.metrics import Metrics
-from {{ cookiecutter.package_name }}.serving.metrics_listener import _making_room, metrics_listener
+from {{ cookiecutter.package_name }}.serving.metrics_listener import (
+    _MAX_CONNECTIONS,
+    _making_room,
+    metrics_listener,
+)
 from {{ cookiecutter.package_name }}.serving.protocol import guarded_protocol
 from {{ cookiecutter.package_name }}.settings import Settings
 
@@ -175,6 +179,44 @@ class _Peer(_Transport):
 
     def abort(self) -> None:
         self.closed = True
+
+
+async def test_a_probe_read_before_the_connection_it_closed_is_gone_is_answered(
+    settings: Settings,
+) -> None:
+    cls = _making_room(guarded_protocol(settings))
+    config = uvicorn.Config(
+        _probe_app,
+        http=cls,
+        lifespan="off",
+        log_config=None,
+        limit_concurrency=_MAX_CONNECTIONS + 1,  # as metrics_listener configures it
+    )
+    config.load()
+    state = ServerState()
+    loop = asyncio.get_running_loop()
+
+    def accept() -> tuple[Any, _Peer]:
+        transport = _Peer("10.0.0.1")
+        protocol = cls(config=config, server_state=state, app_state={}, _loop=loop)
+        protocol.connection_made(transport)
+        return protocol, transport
+
+    silent = [accept()[1] for _ in range(8)]
+    probe, answered = accept()
+    # The loop reads the probe's request before it runs the closed connection's connection_lost
+    # (uvloop reads sockets first, then runs the callbacks scheduled in the turn before).
+    probe.data_received(b"GET /healthz HTTP/1.1\r\nHost: test\r\n\r\n")
+    for _ in range(100):
+        await asyncio.sleep(0)
+        if answered.written:
+            break
+    assert silent[0].closed
+    assert answered.written.startswith(b"HTTP/1.1 200 "), answered.written[:40]
+
+
+async def _probe_app(scope: Any, receive: Any, send: Any) -> None:
+    await Response(b"ok")(scope, receive, send)
 
 
 async def test_a_burst_of_connections_from_one_peer_closes_its_own_not_a_probe_waiting_to_be_read(
