@@ -3,6 +3,7 @@ the traffic port; connections that never finish a request, or never read their a
 keep the scraper or the kubelet's probes out, and one peer's connections cannot close another's."""
 
 import asyncio
+import socket
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -140,34 +141,42 @@ async def test_connections_that_never_read_their_answers_cannot_keep_the_probes_
     page = _LargePage()
     port = free_port()
     routes = [Route("/healthz", _probe)]
+    loop = asyncio.get_running_loop()
     async with metrics_listener(page, "127.0.0.1", port, protocol=PROTOCOL, routes=routes):
-        holding = []
-        for number in range(8):
-            # One answer left unread in the listener's buffer; or the second of two pipelined
-            # scrapes waiting for the client to read the first.
-            _, writer = await asyncio.open_connection("127.0.0.1", port)
-            writer.write(b"GET /metrics HTTP/1.1\r\nHost: test\r\n\r\n" * scrapes)
-            holding.append(writer)
-            await page.answered_at_least(scrapes * (number + 1))
-        await asyncio.sleep(0)  # the last answer written (or waiting to be)
+        holding: list[socket.socket] = []
         try:
+            for number in range(8):
+                # One answer left unread in the listener's buffer; or the second of two
+                # pipelined scrapes waiting for the client to read the first.
+                client = socket.socket()
+                holding.append(client)
+                client.setblocking(False)
+                await loop.sock_connect(client, ("127.0.0.1", port))
+                await loop.sock_sendall(
+                    client, b"GET /metrics HTTP/1.1\r\nHost: test\r\n\r\n" * scrapes
+                )
+                await page.answered_at_least(scrapes * (number + 1))
+            await asyncio.sleep(0)  # the last answer written (or waiting to be)
             statuses = []
             for _ in range(10):  # a new connection each, as the kubelet probes
                 async with httpx.AsyncClient(timeout=5) as http:
                     probed = await http.get(f"http://127.0.0.1:{port}/healthz")
                 statuses.append(probed.status_code)
         finally:
-            for writer in holding:
-                writer.transport.abort()
+            for client in holding:
+                client.close()
     assert statuses == [200] * 10
 
 
 class _Peer(_Transport):
-    """A stand-in transport from one peer address, which can be aborted."""
+    """A stand-in transport from one peer address. Output the client has not read (`unread`)
+    keeps a closed transport open, as a real one is until it has sent it; abort drops it."""
 
-    def __init__(self, address: str) -> None:
+    def __init__(self, address: str, unread: int = 0) -> None:
         super().__init__()
         self.address = address
+        self.unread = unread
+        self.released = False  # the socket is gone: nothing is held for the client any more
 
     def get_extra_info(self, name: str, default: Any = None) -> Any:
         if name == "peername":
@@ -175,10 +184,16 @@ class _Peer(_Transport):
         return super().get_extra_info(name, default)
 
     def get_write_buffer_size(self) -> int:
-        return 0
+        return self.unread
+
+    def close(self) -> None:
+        super().close()
+        self.released = self.unread == 0
 
     def abort(self) -> None:
-        self.closed = True
+        super().close()
+        self.unread = 0
+        self.released = True
 
 
 async def test_a_probe_read_before_the_connection_it_closed_is_gone_is_answered(
@@ -239,3 +254,21 @@ async def test_a_burst_of_connections_from_one_peer_closes_its_own_not_a_probe_w
     flood = [accept("10.0.0.66") for _ in range(10)]
     assert not probe.closed
     assert [transport.closed for transport in flood] == [True] * 3 + [False] * 7
+
+
+async def test_a_connection_closed_to_make_room_lets_go_of_the_answer_its_client_never_read(
+    settings: Settings,
+) -> None:
+    cls = _making_room(guarded_protocol(settings))
+    config = uvicorn.Config(_probe_app, http=cls, lifespan="off", log_config=None)
+    config.load()
+    state = ServerState()
+    loop = asyncio.get_running_loop()
+    unread = []
+    for _ in range(8):  # each answered, its client reading none of it
+        transport = _Peer("10.0.0.66", unread=4 << 20)
+        cls(config=config, server_state=state, app_state={}, _loop=loop).connection_made(transport)
+        unread.append(transport)
+    newcomer = _Peer("10.0.0.1")
+    cls(config=config, server_state=state, app_state={}, _loop=loop).connection_made(newcomer)
+    assert [transport.released for transport in unread] == [True] + [False] * 7

@@ -77,34 +77,30 @@ def _making_room(protocol: type[GuardedHttpToolsProtocol]) -> type[GuardedHttpTo
     class MakingRoom(protocol):  # type: ignore[valid-type,misc]  # a class made at run time
         order = 0
         peer: str | None = None
-        # Closed to make room; listed in `connections` until its connection_lost, later in the
-        # turn of the loop that accepted the connections past the cap.
-        evicted = False
 
         def connection_made(self, transport: asyncio.Transport) -> None:
             super().connection_made(transport)
             self.order = next(accepted)
             self.peer = self.client[0] if self.client else None
-            staying = [
-                connection
-                for connection in self.connections
-                if isinstance(connection, MakingRoom) and not connection.evicted
-            ]
-            if len(staying) <= _MAX_CONNECTIONS:
+            if len(self.connections) <= _MAX_CONNECTIONS:
                 return
             waiting = [
                 connection
-                for connection in staying
-                if connection is not self and connection.waits_on_client()
+                for connection in self.connections
+                if isinstance(connection, MakingRoom)
+                and connection is not self
+                and connection.waits_on_client()
             ]
             if not waiting:
                 return
-            held = Counter(connection.peer for connection in staying)
+            held = Counter(getattr(connection, "peer", None) for connection in self.connections)
             victim = max(waiting, key=lambda each: (held[each.peer], -each.order))
-            victim.evicted = True
             # Not close(): it waits until the client has read what it was sent, and one that
             # never reads would keep its slot.
             victim.transport.abort()
+            # Out of the count now: its connection_lost runs a turn of the loop later, and the
+            # loop may read this connection's request first (uvicorn's cap would answer 503).
+            self.connections.discard(victim)
 
     return MakingRoom
 
