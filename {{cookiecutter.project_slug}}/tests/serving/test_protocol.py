@@ -173,6 +173,53 @@ async def test_a_body_the_parser_cannot_read_pipelined_behind_requests_is_refuse
     assert transport.closed
 
 
+class _Reading:
+    """An app that reads each request's whole body, then answers; the first answer waits until
+    the test lets it go."""
+
+    def __init__(self) -> None:
+        self.release = asyncio.Event()
+        self.answered = 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        while (message := await receive())["type"] == "http.request" and message["more_body"]:
+            pass
+        if message["type"] == "http.disconnect":
+            return
+        if not self.answered:
+            await self.release.wait()
+        self.answered += 1
+        start = {"type": "http.response.start", "status": 200}
+        await send({**start, "headers": [(b"content-length", b"0")]})
+        await send({"type": "http.response.body", "body": b""})
+
+
+async def test_a_body_queued_behind_an_answer_under_way_gets_its_deadline_from_its_own_turn(
+    settings: Settings,
+) -> None:
+    app = _Reading()
+    body_timeout = 0.2
+    cls = guarded_protocol(settings.model_copy(update={"timeout_request_body": body_timeout}))
+    config = uvicorn.Config(app, http=cls, lifespan="off", log_config=None, timeout_keep_alive=30)
+    config.load()
+    loop = asyncio.get_running_loop()
+    protocol = cls(config=config, server_state=ServerState(), app_state={}, _loop=loop)
+    transport = _Transport()
+    protocol.connection_made(transport)
+    # Half a body behind a request being answered: uvicorn queues it and reads no more until its
+    # turn, so the client cannot send the rest; its deadline must not run meanwhile.
+    queued = b"POST /things/9 HTTP/1.1\r\nHost: test\r\nContent-Length: 10\r\n\r\nhello"
+    protocol.data_received(GET % 0 + queued)
+    await asyncio.sleep(3 * body_timeout)
+    assert transport.written == b""  # no 408 before the first answer
+    app.release.set()
+    for _ in range(100):  # its deadline runs from its turn: the rest never comes, 408
+        if transport.closed:
+            break
+        await asyncio.sleep(body_timeout / 4)
+    assert [answer[0] for answer in _responses(transport.written)] == [200, 408]
+
+
 @pytest.mark.parametrize(
     "refused",
     [b"GET /healthz HTTP/1.1\r\n\r\n", BROKEN_BODY],
