@@ -96,10 +96,11 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         elif self._awaiting_head and self._head_timer is None and self._idle():
             # Bytes of a head arrived but not all of it: the deadline starts now.
             self._head_timer = self.loop.call_later(self.head_timeout, self._head_timed_out)
-        elif self._awaiting_body and self._body_timer is None:
-            # A head whose body did not come with it: the body's deadline starts now. A body that
-            # arrives with its head never arms it.
-            self._body_timer = self.loop.call_later(self.body_timeout, self._body_timed_out)
+        elif self._awaiting_body and self._body_timer is None and not self.pipeline:
+            # A head whose body did not come with it: the body's deadline starts now (or, queued
+            # behind requests being answered, when its turn comes: uvicorn reads no more of it
+            # until then). A body that arrives with its head never arms it.
+            self._arm_body_timer()
 
     # Parser callbacks. The head is measured once it is parsed, from what uvicorn collected.
     def on_headers_complete(self) -> None:
@@ -162,6 +163,8 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         super().on_response_complete()
         if self._deferred is not None and self._idle() and not self.pipeline:
             self._answer_deferred()  # every request before the refused one is answered
+        elif self._awaiting_body and self._body_timer is None and not self.pipeline:
+            self._arm_body_timer()  # a queued request waiting for its body: its turn came
 
     async def _refused_in_turn(self, *_asgi: Any) -> None:
         """Stands in for the app (an ASGI callable) on a queued request that is not served,
@@ -185,6 +188,9 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         if self._head_timer is not None:
             self._head_timer.cancel()
             self._head_timer = None
+
+    def _arm_body_timer(self) -> None:
+        self._body_timer = self.loop.call_later(self.body_timeout, self._body_timed_out)
 
     def _cancel_body_timer(self) -> None:
         if self._body_timer is not None:
