@@ -1,19 +1,16 @@
 """serving/metrics_listener.py: /metrics on METRICS_PORT by a listener of its own, never on
 the traffic port; connections that never finish a request, or never read their answers, cannot
-keep the scraper or the kubelet's probes out, and one peer's connections cannot close another's."""
+keep the scraper or the kubelet's probes out, and one peer's connections cannot close another's.
+The room it makes is driven with stand-in transports: what a turn of the loop accepts, exactly."""
 
 import asyncio
-import socket
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpx
 import pytest
 import uvicorn
 from devdb import free_port
-from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
 from uvicorn.server import ServerState
 
 from {{ cookiecutter.package_name }}.observability.metrics import Metrics
@@ -107,69 +104,8 @@ async def test_connections_reopened_with_half_a_head_cannot_keep_the_scraper_out
     assert statuses == [200] * 25
 
 
-class _LargePage:
-    """A /metrics page larger than the socket buffers hold, counting the scrapes it answers: what
-    the real page is when a connection pipelines a few hundred scrapes and never reads."""
-
-    def __init__(self) -> None:
-        self.answered = 0
-        self.changed = asyncio.Event()
-        self.page = b"#" * (8 << 20)
-
-    def endpoint(self) -> Callable[[Request], Awaitable[Response]]:
-        async def scrape(request: Request) -> Response:
-            self.answered += 1
-            self.changed.set()
-            return Response(self.page)
-
-        return scrape
-
-    async def answered_at_least(self, count: int) -> None:
-        while self.answered < count:
-            self.changed.clear()
-            await self.changed.wait()
-
-
-async def _probe(request: Request) -> Response:
-    return Response(b"ok")
-
-
-@pytest.mark.parametrize("scrapes", [1, 2], ids=["answer-unread", "answers-pipelined-unread"])
-async def test_connections_that_never_read_their_answers_cannot_keep_the_probes_out(
-    scrapes: int,
-) -> None:
-    page = _LargePage()
-    port = free_port()
-    routes = [Route("/healthz", _probe)]
-    loop = asyncio.get_running_loop()
-    async with metrics_listener(page, "127.0.0.1", port, protocol=PROTOCOL, routes=routes):
-        holding: list[socket.socket] = []
-        try:
-            for number in range(8):
-                # One answer left unread in the listener's buffer; or the second of two
-                # pipelined scrapes waiting for the client to read the first.
-                client = socket.socket()
-                holding.append(client)
-                client.setblocking(False)
-                await loop.sock_connect(client, ("127.0.0.1", port))
-                await loop.sock_sendall(
-                    client, b"GET /metrics HTTP/1.1\r\nHost: test\r\n\r\n" * scrapes
-                )
-                await page.answered_at_least(scrapes * (number + 1))
-            await asyncio.sleep(0)  # the last answer written (or waiting to be)
-            statuses = []
-            for _ in range(10):  # a new connection each, as the kubelet probes
-                async with httpx.AsyncClient(timeout=5) as http:
-                    probed = await http.get(f"http://127.0.0.1:{port}/healthz")
-                statuses.append(probed.status_code)
-        finally:
-            for client in holding:
-                client.close()
-    assert statuses == [200] * 10
-
-
 class _Peer(_Transport):
-    """A stand-in transport from one peer address. Output the client has not read (`unread`)
+    """A stand-in transport from one peer address. Output its client has not read (`unread`)
     keeps a closed transport open, as a real one is until it has sent it; abort drops it."""
 
     def __init__(self, address: str, unread: int = 0) -> None:
@@ -196,79 +132,71 @@ class _Peer(_Transport):
         self.released = True
 
 
-async def test_a_probe_read_before_the_connection_it_closed_is_gone_is_answered(
-    settings: Settings,
-) -> None:
-    cls = _making_room(guarded_protocol(settings))
-    config = uvicorn.Config(
-        _probe_app,
-        http=cls,
-        lifespan="off",
-        log_config=None,
-        limit_concurrency=_MAX_CONNECTIONS + 1,  # as metrics_listener configures it
-    )
-    config.load()
-    state = ServerState()
-    loop = asyncio.get_running_loop()
+class _Listener:
+    """The listener's protocol as metrics_listener configures it, accepting stand-in transports
+    within one turn of the loop (no connection_lost runs between them)."""
 
-    def accept() -> tuple[Any, _Peer]:
-        transport = _Peer("10.0.0.1")
-        protocol = cls(config=config, server_state=state, app_state={}, _loop=loop)
+    def __init__(self, settings: Settings, app: Any) -> None:
+        self.cls = _making_room(guarded_protocol(settings))
+        self.config = uvicorn.Config(app, http=self.cls, lifespan="off", log_config=None)
+        self.config.load()
+        self.state = ServerState()
+
+    def accept(self, transport: _Peer) -> Any:
+        loop = asyncio.get_running_loop()
+        protocol = self.cls(config=self.config, server_state=self.state, app_state={}, _loop=loop)
         protocol.connection_made(transport)
-        return protocol, transport
-
-    silent = [accept()[1] for _ in range(8)]
-    probe, answered = accept()
-    # The loop reads the probe's request before it runs the closed connection's connection_lost
-    # (uvloop reads sockets first, then runs the callbacks scheduled in the turn before).
-    probe.data_received(b"GET /healthz HTTP/1.1\r\nHost: test\r\n\r\n")
-    for _ in range(100):
-        await asyncio.sleep(0)
-        if answered.written:
-            break
-    assert silent[0].closed
-    assert answered.written.startswith(b"HTTP/1.1 200 "), answered.written[:40]
+        return protocol
 
 
-async def _probe_app(scope: Any, receive: Any, send: Any) -> None:
+async def _answered(scope: Any, receive: Any, send: Any) -> None:
     await Response(b"ok")(scope, receive, send)
 
 
 async def test_a_burst_of_connections_from_one_peer_closes_its_own_not_a_probe_waiting_to_be_read(
     settings: Settings,
 ) -> None:
-    cls = _making_room(guarded_protocol(settings))
-    config = uvicorn.Config(_probe, http=cls, lifespan="off", log_config=None)
-    config.load()
-    state = ServerState()
-    loop = asyncio.get_running_loop()
-
-    def accept(address: str) -> _Peer:
-        transport = _Peer(address)
-        cls(config=config, server_state=state, app_state={}, _loop=loop).connection_made(transport)
-        return transport
-
-    # The kubelet's connection is accepted; its request is not read yet when ten more from
-    # another peer are accepted in the same turn of the loop (no connection_lost has run).
-    probe = accept("10.0.0.1")
-    flood = [accept("10.0.0.66") for _ in range(10)]
+    listener = _Listener(settings, _answered)
+    # The kubelet's connection is accepted; its request is not read yet when more than the
+    # listener keeps arrive from another peer in the same turn of the loop.
+    probe = _Peer("10.0.0.1")
+    listener.accept(probe)
+    flood = [_Peer("10.0.0.66") for _ in range(_MAX_CONNECTIONS + 2)]
+    for transport in flood:
+        listener.accept(transport)
     assert not probe.closed
-    assert [transport.closed for transport in flood] == [True] * 3 + [False] * 7
+    # Room for each past the cap, each time from another connection (none closed twice).
+    assert [transport.closed for transport in flood] == [True] * 3 + [False] * (len(flood) - 3)
 
 
 async def test_a_connection_closed_to_make_room_lets_go_of_the_answer_its_client_never_read(
     settings: Settings,
 ) -> None:
-    cls = _making_room(guarded_protocol(settings))
-    config = uvicorn.Config(_probe_app, http=cls, lifespan="off", log_config=None)
-    config.load()
-    state = ServerState()
-    loop = asyncio.get_running_loop()
-    unread = []
-    for _ in range(8):  # each answered, its client reading none of it
-        transport = _Peer("10.0.0.66", unread=4 << 20)
-        cls(config=config, server_state=state, app_state={}, _loop=loop).connection_made(transport)
-        unread.append(transport)
-    newcomer = _Peer("10.0.0.1")
-    cls(config=config, server_state=state, app_state={}, _loop=loop).connection_made(newcomer)
-    assert [transport.released for transport in unread] == [True] + [False] * 7
+    listener = _Listener(settings, _answered)
+    unread = [_Peer("10.0.0.66", unread=4 << 20) for _ in range(_MAX_CONNECTIONS)]
+    for transport in unread:  # each answered, its client reading none of it
+        listener.accept(transport)
+    listener.accept(_Peer("10.0.0.1"))
+    assert [transport.released for transport in unread] == [True] + [False] * (len(unread) - 1)
+
+
+async def test_connections_whose_clients_do_not_read_their_answers_are_kept_within_the_cap(
+    settings: Settings,
+) -> None:
+    # Each has asked for a scrape and left the answer unread (pipelined scrapes wait behind it
+    # for ever): the request is still being answered, yet the listener waits on its client.
+    never = asyncio.Event()
+
+    async def answering(scope: Any, receive: Any, send: Any) -> None:
+        await never.wait()
+
+    listener = _Listener(settings, answering)
+    stuck = [_Peer("10.0.0.66", unread=1 << 20) for _ in range(_MAX_CONNECTIONS)]
+    for transport in stuck:
+        listener.accept(transport).data_received(b"GET /metrics HTTP/1.1\r\nHost: test\r\n\r\n")
+    await asyncio.sleep(0)  # their requests are being answered
+    listener.accept(_Peer("10.0.0.1"))
+    released = [transport.released for transport in stuck]
+    never.set()
+    await asyncio.sleep(0)
+    assert released == [True] + [False] * (len(stuck) - 1)

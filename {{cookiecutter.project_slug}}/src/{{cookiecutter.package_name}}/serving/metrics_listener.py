@@ -96,10 +96,10 @@ def _making_room(protocol: type[GuardedHttpToolsProtocol]) -> type[GuardedHttpTo
             held = Counter(getattr(connection, "peer", None) for connection in self.connections)
             victim = max(waiting, key=lambda each: (held[each.peer], -each.order))
             # Not close(): it waits until the client has read what it was sent, and one that
-            # never reads would keep its slot.
+            # never reads would keep its socket, its answer and its place for good.
             victim.transport.abort()
-            # Out of the count now: its connection_lost runs a turn of the loop later, and the
-            # loop may read this connection's request first (uvicorn's cap would answer 503).
+            # Out of the count now: its connection_lost runs a turn of the loop later, after the
+            # other connections accepted in this one, which would each pick it again.
             self.connections.discard(victim)
 
     return MakingRoom
