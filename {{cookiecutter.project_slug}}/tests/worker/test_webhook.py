@@ -1,11 +1,11 @@
-"""worker/webhook.py: only a 2xx delivers an event. A redirect is retried and then held as failed,
-with its status in the log; a delivery is cut at WEBHOOK_TIMEOUT_SECONDS however its receiver
-trickles the answer, and retried."""
+"""worker/webhook.py: only a 2xx delivers an event, and its status alone (the body is never
+read). A redirect or a 408 is retried and then held as failed, with its status in the log; a
+delivery is cut at WEBHOOK_TIMEOUT_SECONDS however its receiver trickles the answer, and retried."""
 
 import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -95,12 +95,26 @@ async def test_a_2xx_delivers_the_event(receiver: Receiver, settings: Settings) 
     assert [delivery.signed for delivery in receiver.deliveries] == [True]
 
 
-@asynccontextmanager
-async def _trickling_receiver(every: float) -> AsyncIterator[str]:
-    """A receiver that reads the request, then answers one byte of a long body every `every`
-    seconds: each read of the client's arrives well within its timeout."""
+@pytest.mark.parametrize("status", [408, 429])
+async def test_a_receiver_out_of_time_or_busy_gets_the_event_again(
+    receiver: Receiver, settings: Settings, status: int
+) -> None:
+    # 408: the receiver (or a proxy before it) gave up waiting for the request, as a delivery
+    # past WEBHOOK_TIMEOUT_SECONDS does: no refusal of the event.
+    receiver.status = status
+    async with httpx.AsyncClient() as client:
+        with pytest.raises(RetryRequested):
+            await deliver(_job(), client=client, settings=_settings(settings, receiver.url))
 
-    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+
+Answer = Callable[[asyncio.StreamWriter], Awaitable[None]]
+
+
+@asynccontextmanager
+async def _receiver_answering(answer: Answer) -> AsyncIterator[str]:
+    """A receiver that reads each request whole, then answers it with `answer`."""
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             head = await reader.readuntil(b"\r\n\r\n")
             length = next(
@@ -109,27 +123,86 @@ async def _trickling_receiver(every: float) -> AsyncIterator[str]:
                 if line.startswith(b"content-length:")
             )
             await reader.readexactly(length)
-            writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 1000\r\n\r\n")
-            for _ in range(1000):
-                writer.write(b"x")
-                await writer.drain()
-                await asyncio.sleep(every)
+            await answer(writer)
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
         finally:
             writer.close()
 
-    server = await asyncio.start_server(answer, "127.0.0.1", 0)
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
     try:
         yield f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/events"
     finally:
         server.close()
 
 
+def _trickled(every: float) -> Answer:
+    """An answer one byte every `every` seconds, the status line included: each read of the
+    client's arrives well within its timeout, the answer never."""
+
+    async def answer(writer: asyncio.StreamWriter) -> None:
+        for byte in b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n".ljust(1000, b"x"):
+            writer.write(bytes([byte]))
+            await writer.drain()
+            await asyncio.sleep(every)
+
+    return answer
+
+
+async def test_a_2xx_delivers_the_event_without_its_body_being_read(settings: Settings) -> None:
+    sent = 0
+
+    async def endless(writer: asyncio.StreamWriter) -> None:
+        # 200, then 64 MiB of body as fast as the client takes it.
+        nonlocal sent
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n" % (64 << 20))
+        for _ in range(64):
+            writer.write(b"x" * (1 << 20))
+            await writer.drain()
+            sent += 1 << 20
+
+    async with _receiver_answering(endless) as url, httpx.AsyncClient() as client:
+        await deliver(_job(), client=client, settings=_settings(settings, url))
+    # The status decides: a receiver's body, of any size, is not held in the worker's memory.
+    assert sent < 32 << 20
+
+
+async def test_deliveries_answered_with_a_short_body_share_one_connection(
+    settings: Settings,
+) -> None:
+    connections = 0
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal connections
+        connections += 1
+        try:
+            while head := await reader.readuntil(b"\r\n\r\n"):
+                length = int(head.lower().partition(b"content-length:")[2].split(b"\r\n")[0])
+                await reader.readexactly(length)
+                writer.write(b'HTTP/1.1 200 OK\r\ncontent-length: 11\r\n\r\n{"ok":true}')
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/events"
+    try:
+        async with httpx.AsyncClient() as client:
+            for _ in range(3):
+                await deliver(_job(), client=client, settings=_settings(settings, url))
+    finally:
+        server.close()
+    assert connections == 1  # the answer's body is read, so its connection carries the next
+
+
 async def test_a_receiver_trickling_its_answer_is_cut_at_the_timeout_and_the_event_retried(
     settings: Settings,
 ) -> None:
-    async with _trickling_receiver(every=TIMEOUT / 4) as url, httpx.AsyncClient() as client:
+    async with (
+        _receiver_answering(_trickled(every=TIMEOUT / 4)) as url,
+        httpx.AsyncClient() as client,
+    ):
         began = time.monotonic()
         with pytest.raises(RetryRequested):
             # Without one deadline for the whole delivery it lasts 1,000 x 0.25 s.

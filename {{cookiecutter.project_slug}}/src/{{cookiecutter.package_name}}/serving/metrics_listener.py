@@ -9,18 +9,22 @@ thread, the same collectors. It is started with `startup()` rather than `serve()
 installs no signal handlers (the traffic server owns SIGTERM) and runs no ticker; the asyncio
 server it opens accepts connections on its own.
 
-The connections that never finish a request cannot keep the scraper or the kubelet's probes out: a
-connection past `_MAX_CONNECTIONS` closes the oldest one that waits on its client (silent, half a
-head sent, a body that never comes, or idle between scrapes) rather than being refused. A probe's
-connection sends its request at once and is answered in milliseconds, so it is only closed if
-that many connections arrive before its head is read: with a cap of 8 (and uvicorn's 503 from
-the 9th connection, closed ones not yet gone included), a client re-opening 16 connections with
-half a head got every scrape and probe refused or cut (tests/serving/test_probes.py), and
-liveness would restart the pod. No 503 is answered here: a probe must never be refused.
+The connections that never finish a request, or never read their answers, cannot keep the scraper
+or the kubelet's probes out: a connection past `_MAX_CONNECTIONS` closes one that waits on its
+client (silent, half a head sent, a body that never comes, idle between scrapes, or an answer it
+does not read) rather than being refused. It is the oldest of the peer holding the most
+connections, so one peer opening many closes its own, never the kubelet's connection accepted
+before them, whose request is not read yet. A probe's connection sends its request at once and is
+answered in milliseconds: with a cap of 8 (and uvicorn's 503 from the 9th connection, closed ones
+not yet gone included), a client re-opening 16 connections with half a head got every scrape and
+probe refused or cut (tests/serving/test_probes.py), and liveness would restart the pod. No 503 is
+answered here: a probe must never be refused.
 """
 
 import asyncio
+import itertools
 import socket
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Protocol
@@ -66,23 +70,37 @@ def _bound_socket(host: str, port: int) -> socket.socket:
 
 
 def _making_room(protocol: type[GuardedHttpToolsProtocol]) -> type[GuardedHttpToolsProtocol]:
-    """`protocol`, whose connections past `_MAX_CONNECTIONS` close the oldest one waiting on its
-    client, so a new one is never refused for connections that send no request."""
+    """`protocol`, whose connections past `_MAX_CONNECTIONS` close one waiting on its client, so
+    a new one is never refused for connections that send no request or read no answer."""
+    accepted = itertools.count()  # not the loop's clock: one turn accepts many at the same time
 
     class MakingRoom(protocol):  # type: ignore[valid-type,misc]  # a class made at run time
+        order = 0
+        peer: str | None = None
+
         def connection_made(self, transport: asyncio.Transport) -> None:
             super().connection_made(transport)
+            self.order = next(accepted)
+            self.peer = self.client[0] if self.client else None
             if len(self.connections) <= _MAX_CONNECTIONS:
                 return
             waiting = [
                 connection
                 for connection in self.connections
-                if isinstance(connection, GuardedHttpToolsProtocol)
+                if isinstance(connection, MakingRoom)
                 and connection is not self
-                and not connection.is_answering()
+                and connection.waits_on_client()
             ]
-            if waiting:
-                min(waiting, key=lambda connection: connection.opened_at).transport.close()
+            if not waiting:
+                return
+            held = Counter(getattr(connection, "peer", None) for connection in self.connections)
+            victim = max(waiting, key=lambda each: (held[each.peer], -each.order))
+            # Not close(): it waits until the client has read what it was sent, and one that
+            # never reads would keep its socket, its answer and its place for good.
+            victim.transport.abort()
+            # Out of the count now: its connection_lost runs a turn of the loop later, after the
+            # other connections accepted in this one, which would each pick it again.
+            self.connections.discard(victim)
 
     return MakingRoom
 

@@ -50,7 +50,6 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     max_head_bytes: int
     max_headers: int
 
-    opened_at = 0.0  # the loop's time when the connection was accepted
     _head_timer: asyncio.TimerHandle | None = None
     _body_timer: asyncio.TimerHandle | None = None
     _awaiting_head = True  # no request head is complete since the last request ended
@@ -65,12 +64,12 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        self.opened_at = self.loop.time()
         self._head_timer = self.loop.call_later(self.head_timeout, self._head_timed_out)
 
-    def is_answering(self) -> bool:
-        """Whether a response is under way; else the connection waits on its client."""
-        return not self._idle()
+    def waits_on_client(self) -> bool:
+        """Whether the connection waits on its client: for a request (no response under way), or
+        to read what it was sent (output the transport has not passed on)."""
+        return self._idle() or self.transport.get_write_buffer_size() > 0
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel_head_timer()
@@ -97,10 +96,11 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         elif self._awaiting_head and self._head_timer is None and self._idle():
             # Bytes of a head arrived but not all of it: the deadline starts now.
             self._head_timer = self.loop.call_later(self.head_timeout, self._head_timed_out)
-        elif self._awaiting_body and self._body_timer is None:
-            # A head whose body did not come with it: the body's deadline starts now. A body that
-            # arrives with its head never arms it.
-            self._body_timer = self.loop.call_later(self.body_timeout, self._body_timed_out)
+        elif self._awaiting_body and self._body_timer is None and not self.pipeline:
+            # A head whose body did not come with it: the body's deadline starts now (or, queued
+            # behind requests being answered, when its turn comes: uvicorn reads no more of it
+            # until then). A body that arrives with its head never arms it.
+            self._arm_body_timer()
 
     # Parser callbacks. The head is measured once it is parsed, from what uvicorn collected.
     def on_headers_complete(self) -> None:
@@ -150,17 +150,35 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         detail = "The request is not valid HTTP/1.1; it cannot be read."
         if self._awaiting_head:
             self._refuse_in_turn(400, detail)  # a new request's head: after the earlier answers
+        elif self.pipeline:
+            # The body of a request queued behind others (its head was valid, so uvicorn queued
+            # it): the request is never served; in its turn, its refusal is its answer.
+            self._refuse_in_turn(400, detail)
+            cycle, _ = self.pipeline[0]
+            self.pipeline[0] = (cycle, self._refused_in_turn)
         else:
             self._refuse(400, detail)  # the body of the request being answered
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
         if self._deferred is not None and self._idle() and not self.pipeline:
-            # Every request before the refused one is answered: now its refusal.
-            self._unset_keepalive_if_required()
-            status, detail, extra = self._deferred
-            self._deferred = None
-            self._refuse(status, detail, **extra)
+            self._answer_deferred()  # every request before the refused one is answered
+        elif self._awaiting_body and self._body_timer is None and not self.pipeline:
+            self._arm_body_timer()  # a queued request waiting for its body: its turn came
+
+    async def _refused_in_turn(self, *_asgi: Any) -> None:
+        """Stands in for the app (an ASGI callable) on a queued request that is not served,
+        started by uvicorn once the requests before it are answered."""
+        self.cycle.disconnected = True  # so that uvicorn adds no answer of its own (a 500)
+        self._answer_deferred()
+
+    def _answer_deferred(self) -> None:
+        if self._deferred is None:
+            return
+        self._unset_keepalive_if_required()
+        status, detail, extra = self._deferred
+        self._deferred = None
+        self._refuse(status, detail, **extra)
 
     def _idle(self) -> bool:
         """No request is being answered: a waiting client is not a slow one."""
@@ -170,6 +188,9 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         if self._head_timer is not None:
             self._head_timer.cancel()
             self._head_timer = None
+
+    def _arm_body_timer(self) -> None:
+        self._body_timer = self.loop.call_later(self.body_timeout, self._body_timed_out)
 
     def _cancel_body_timer(self) -> None:
         if self._body_timer is not None:
