@@ -2,6 +2,7 @@
 the worker's tests."""
 
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -9,6 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import asyncpg
+import httpx
 
 from {{ cookiecutter.package_name }}.kit.events import WEBHOOK, event_payload
 
@@ -77,3 +79,11 @@ async def jobs_by_status(connection: asyncpg.Connection) -> dict[str, int]:
 
 async def clear_queue(connection: asyncpg.Connection) -> None:
     await connection.execute("DELETE FROM pgqueuer")
+
+
+async def queue_depth(metrics_port: int) -> dict[str, float]:
+    """The samples of jobs_in_queue a worker's /metrics serves now, by status."""
+    async with httpx.AsyncClient(timeout=5) as http:
+        scraped = (await http.get(f"http://127.0.0.1:{metrics_port}/metrics")).text
+    samples = re.findall(r'^jobs_in_queue\{status="(\w+)"\} (\S+)$', scraped, re.M)
+    return {status: float(jobs) for status, jobs in samples}
