@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import helm_python
+import pytest
 import yaml
 
 from .baking import load_module
@@ -69,21 +70,12 @@ def test_every_variable_the_chart_sets_is_a_setting_of_the_service(
 UVICORN_PAUSES_SECONDS = 0.2
 
 
-def _grace_accepted(chart: Path, seconds: int) -> bool:
-    try:
-        render(chart, {"shutdown": {"terminationGracePeriodSeconds": seconds}})
-    except helm_python.HelmRenderError as error:
-        assert "must exceed preStopSleepSeconds" in str(error)
-        return False
-    return True
-
-
 def test_shutdown_sleeps_before_sigterm_and_the_grace_period_outlasts_the_drain_and_the_close(
     default_project: Path, chart: Path
 ) -> None:
     """The check counts the service's own close bound (db.py CLOSE_SECONDS, the pool and the
-    readiness probe's connection together): the shortest grace period the chart accepts outlasts
-    the preStop sleep, the drain, that bound and uvicorn's pauses, and one second less is refused."""
+    readiness probe's connection together): the first whole second above the preStop sleep, the
+    drain, that bound and uvicorn's pauses is accepted, the second before it refused."""
     close = load_module(default_project, "inventory_service", "db").CLOSE_SECONDS
     values = yaml.safe_load((chart / "values.yaml").read_text())
     pod = find(render(chart), "Deployment")["spec"]["template"]["spec"]
@@ -91,10 +83,11 @@ def test_shutdown_sleeps_before_sigterm_and_the_grace_period_outlasts_the_drain_
     command = container["lifecycle"]["preStop"]["exec"]["command"]
     assert command[0] == "sleep"
     assert int(command[1]) == values["shutdown"]["preStopSleepSeconds"]
-    needed = int(command[1]) + values["server"]["timeoutGracefulShutdown"] + close
-    shortest = min(s for s in range(needed - 2, needed + 3) if _grace_accepted(chart, s))
-    assert shortest > needed + UVICORN_PAUSES_SECONDS
-    assert shortest == math.ceil(needed + UVICORN_PAUSES_SECONDS)  # and refuses no more
+    takes = int(command[1]) + values["server"]["timeoutGracefulShutdown"] + close
+    shortest = math.ceil(takes + UVICORN_PAUSES_SECONDS)
+    render(chart, {"shutdown": {"terminationGracePeriodSeconds": shortest}})
+    with pytest.raises(helm_python.HelmRenderError, match="must exceed preStopSleepSeconds"):
+        render(chart, {"shutdown": {"terminationGracePeriodSeconds": shortest - 1}})
     assert pod["terminationGracePeriodSeconds"] >= shortest
 
 
