@@ -6,6 +6,9 @@ cursors, the old one still accepted; pods take it at their next start (a rollout
 
 `python -m {{ cookiecutter.package_name }} worker`: run the jobs the writes enqueue until SIGTERM
 (worker/run.py).
+
+`python -m {{ cookiecutter.package_name }} jobs failed | jobs requeue <id> [<id> ...]`: the jobs
+held as failed, and queuing them again (worker/failed_jobs.py).
 {%- endif %}
 """
 
@@ -19,11 +22,15 @@ from .serving import server
 from .settings import Settings
 from .settings_sources import describe_error
 
-COMMANDS = ("rotate-cursor-key",{% if cookiecutter.jobs == "postgres" %} "worker"{% endif %})
+COMMANDS = ("rotate-cursor-key",{% if cookiecutter.jobs == "postgres" %} "worker", "jobs"{% endif %})
+# The commands that take arguments of their own.
+WITH_ARGUMENTS: tuple[str, ...] = ({% if cookiecutter.jobs == "postgres" %}"jobs",{% endif %})
 
 
 def main(arguments: tuple[str, ...] = ()) -> int:
-    if (arguments and arguments[0] not in COMMANDS) or len(arguments) > 1:
+    if arguments and (
+        arguments[0] not in COMMANDS or (len(arguments) > 1 and arguments[0] not in WITH_ARGUMENTS)
+    ):
         print(f"usage: python -m {__package__} [{' | '.join(COMMANDS)}]", file=sys.stderr)
         return 2
     try:
@@ -40,6 +47,10 @@ def main(arguments: tuple[str, ...] = ()) -> int:
         from .worker.run import run as run_worker  # the server's process never imports it
 
         return run_worker(settings)
+    if arguments[:1] == ("jobs",):
+        from .worker.failed_jobs import command as jobs_command
+
+        return jobs_command(settings, arguments[1:])
 {%- endif %}
     problem = server.framework_problem()
     if problem is not None:

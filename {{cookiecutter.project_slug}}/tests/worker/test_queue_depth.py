@@ -8,34 +8,17 @@ from pathlib import Path
 import asyncpg
 from devdb import free_port
 
-from {{ cookiecutter.package_name }}.kit.events import WEBHOOK, event_payload
-
 from ..silent_proxy import silent_proxy
 from .test_probes import _status_until
-from .workers import queue_depth, worker
-
-
-async def _enqueue(
-    queue: asyncpg.Connection, count: int, delay: timedelta, entrypoint: str = WEBHOOK
-) -> None:
-    """`count` jobs due in `delay` (a delivery retried with backoff is due later)."""
-    from pgqueuer.db import AsyncpgDriver
-    from pgqueuer.queries import Queries
-
-    payloads: list[bytes | None] = [
-        event_payload(f"{entrypoint}-{n}", "item.created", "{}") for n in range(count)
-    ]
-    await Queries(AsyncpgDriver(queue)).enqueue(
-        [entrypoint] * count, payloads, [0] * count, [delay] * count
-    )
+from .workers import enqueue_due_in, queue_depth, worker
 
 
 async def test_jobs_not_due_yet_are_counted_as_scheduled_not_as_queued_work(
     queue: asyncpg.Connection, database_url: str, tmp_path: Path
 ) -> None:
-    await _enqueue(queue, 20, timedelta(hours=1))
+    await enqueue_due_in(queue, 20, timedelta(hours=1))
     # Due now, of an entrypoint this worker does not run: they stay queued while it watches.
-    await _enqueue(queue, 5, timedelta(0), entrypoint="run_elsewhere")
+    await enqueue_due_in(queue, 5, timedelta(0), entrypoint="run_elsewhere")
     port = free_port()
     with worker(tmp_path / "worker.log", database_url, "", METRICS_PORT=str(port)):
         # Ready once the queue table has been read: the depth is sampled then.
@@ -49,7 +32,7 @@ async def test_a_worker_that_lost_its_connection_exports_no_depth_rather_than_it
 ) -> None:
     """The HPA takes the max over the workers and the backlog alert reads it: a count frozen when
     the connection went would scale (or alert) on a queue nobody reads any more."""
-    await _enqueue(queue, 3, timedelta(hours=1))
+    await enqueue_due_in(queue, 3, timedelta(hours=1))
     port = free_port()
     ready = f"http://127.0.0.1:{port}/readyz"
     log = tmp_path / "worker.log"

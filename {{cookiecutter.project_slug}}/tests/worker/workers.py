@@ -7,6 +7,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 from pathlib import Path
 
 import asyncpg
@@ -69,6 +70,22 @@ async def enqueue_events(connection: asyncpg.Connection, event_ids: list[str]) -
     payloads: list[bytes | None] = [event_payload(id_, "item.created", "{}") for id_ in event_ids]
     await Queries(AsyncpgDriver(connection)).enqueue(
         [WEBHOOK] * len(event_ids), payloads, [0] * len(event_ids)
+    )
+
+
+async def enqueue_due_in(
+    connection: asyncpg.Connection, count: int, delay: timedelta, entrypoint: str = WEBHOOK
+) -> None:
+    """`count` jobs due in `delay`, as a delivery retried with backoff is; an entrypoint this
+    service does not run stays queued however long a worker watches."""
+    from pgqueuer.db import AsyncpgDriver
+    from pgqueuer.queries import Queries
+
+    payloads: list[bytes | None] = [
+        event_payload(f"{entrypoint}-{n}", "item.created", "{}") for n in range(count)
+    ]
+    await Queries(AsyncpgDriver(connection)).enqueue(
+        [entrypoint] * count, payloads, [0] * count, [delay] * count
     )
 
 
