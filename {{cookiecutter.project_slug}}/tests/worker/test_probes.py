@@ -1,6 +1,6 @@
 """worker/probes.py: the worker's readiness says whether it takes jobs, not only that its loop
 runs, and its liveness fails on a connection fallen silent; against real worker processes and a
-real PostgreSQL."""
+real PostgreSQL, and the probes' clock alone for a read that fails on a connection still open."""
 
 import asyncio
 import time
@@ -8,9 +8,11 @@ from pathlib import Path
 
 import asyncpg
 import httpx
+import pytest
 from devdb import free_port
 
 from {{ cookiecutter.package_name }}.worker.metrics import DEPTH_EVERY_SECONDS, STALE_AFTER_SECONDS
+from {{ cookiecutter.package_name }}.worker.probes import WorkerProbes
 
 from ..silent_proxy import silent_proxy
 from .workers import queue_depth, worker
@@ -118,3 +120,27 @@ async def test_a_worker_whose_connection_fell_silent_fails_liveness_and_exports_
     assert dead_after >= stall - DEPTH_EVERY_SECONDS
     assert not_ready == 503
     assert frozen == {}
+
+
+def test_a_failed_read_takes_the_worker_out_at_once_and_restarts_it_only_past_the_stall(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A read that errs on a connection still open (the run did not end) is no reason to restart
+    at once, nor to stop the stall clock: past JOBS_STALL_SECONDS since the last read completed,
+    liveness fails as for a read that never came back."""
+    now = [1000.0]
+    monkeypatch.setattr(time, "monotonic", lambda: now[0])  # the clock probes.py reads
+    worker_probes = WorkerProbes(asyncio.Event(), stale_after=15, stall_after=300)
+    worker_probes.connected()
+    now[0] += 5
+    worker_probes.queue_read()
+    assert (worker_probes.taking_jobs, worker_probes.stalled) == (True, False)
+    now[0] += 100
+    worker_probes.read_failed()
+    assert (worker_probes.taking_jobs, worker_probes.stalled) == (False, False)
+    now[0] += 199
+    assert worker_probes.stalled is False
+    now[0] += 1
+    assert worker_probes.stalled is True
+    worker_probes.disconnected()  # the run ended: reconnecting, which a restart would not speed
+    assert (worker_probes.taking_jobs, worker_probes.stalled) == (False, False)

@@ -35,15 +35,17 @@ _OK = b'{"status":"ok"}'
 
 class WorkerProbes:
     """run.py calls `connected` once its connection is open, `queue_read` after each read of the
-    queue table and `disconnected` when its connection is gone; `stop` is the event SIGTERM
-    sets. Ready while the last read is younger than `stale_after` seconds; alive unless it is
-    connected and has completed no read for `stall_after` seconds."""
+    queue table that succeeds, `read_failed` after one that fails, and `disconnected` when its
+    connection is gone; `stop` is the event SIGTERM sets. Ready while the last read succeeded and
+    is younger than `stale_after` seconds; alive unless it is connected and has completed no read
+    for `stall_after` seconds."""
 
     def __init__(self, stop: asyncio.Event, stale_after: float, stall_after: float) -> None:
         self._stop = stop
         self._stale_after = stale_after
         self._stall_after = stall_after
         self._read_at: float | None = None
+        self._read_failed = False
         self._connected_at: float | None = None
 
     def connected(self) -> None:
@@ -51,15 +53,22 @@ class WorkerProbes:
 
     def queue_read(self) -> None:
         self._read_at = time.monotonic()
+        self._read_failed = False
+
+    def read_failed(self) -> None:
+        # Not ready until a read succeeds again; the stall clock runs on from the last success.
+        self._read_failed = True
 
     def disconnected(self) -> None:
         self._read_at = None
+        self._read_failed = False
         self._connected_at = None
 
     @property
     def taking_jobs(self) -> bool:
         read_at = self._read_at
-        return read_at is not None and time.monotonic() - read_at < self._stale_after
+        fresh = read_at is not None and time.monotonic() - read_at < self._stale_after
+        return fresh and not self._read_failed
 
     @property
     def stalled(self) -> bool:

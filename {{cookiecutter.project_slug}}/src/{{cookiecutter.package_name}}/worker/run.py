@@ -90,7 +90,7 @@ async def _sample_depth(pgq: PgQueuer, metrics: JobMetrics, probes: WorkerProbes
         try:
             rows = await pgq.connection.fetch(DEPTH)
         except Exception as error:  # the run itself notices a lost connection and reconnects
-            probes.disconnected()
+            probes.read_failed()
             metrics.depth.forget()
             logger.warning("queue_depth_unread", error=str(error))
         else:
