@@ -5,8 +5,10 @@ longest job, its /metrics scraped like the service's, alerts on a growing backlo
 and on no worker up, and its connections in the chart's connection arithmetic. A bake without jobs
 has none of it."""
 
+import asyncio
 import json
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -32,6 +34,7 @@ from .charting import (
     selects,
     validate,
 )
+from .serving import fetch, migrated_database
 from .test_chart_alerts import _selectors
 
 # The receiver, and where it is for the NetworkPolicy (ignored while networkPolicy is off).
@@ -264,6 +267,56 @@ def test_the_job_alerts_are_valid_promql_on_series_the_worker_exports(jobs_proje
     assert "jobs_failed_total" in rules["JobsFailing"]["expr"]
 
 
+def _statuses_read(expression: str) -> set[tuple[str, str]]:
+    """The `status` matchers (operator, value) of every jobs_in_queue selector of `expression`."""
+    return {
+        (str(matcher.op), matcher.value)
+        for selector in _selectors(promql_parser.parse(expression))
+        if selector.name == "jobs_in_queue"
+        for matcher in selector.matchers.matchers
+        if matcher.name == "status"
+    }
+
+
+def test_the_hpa_the_adapter_rule_and_the_backlog_alert_read_the_jobs_due_now(
+    jobs_project: Path,
+) -> None:
+    """jobs_in_queue{status="queued"} is what a worker could take now; the deliveries waiting
+    out their retry backoff are status="scheduled" (the bake's tests/worker/test_queue_depth.py).
+    The backlog alert, the prometheus-adapter rule of docs/jobs.md and the HPA it feeds read the
+    first and only it."""
+    statuses = _in_project(
+        jobs_project,
+        "import json; from inventory_service.worker.metrics import STATUSES;"
+        " print(json.dumps(STATUSES))",
+    )
+    assert {"queued", "scheduled"} <= set(statuses)
+    due = {(str(promql_parser.MatchOp.Equal), "queued")}
+    scaled = {"worker": {"autoscaling": {"enabled": True}}}
+    objects = render(chart_of(jobs_project), merge(EVERYTHING_ON, scaled))
+    (group,) = find(objects, "PrometheusRule")["spec"]["groups"]
+    (backlog,) = [rule for rule in group["rules"] if rule["alert"] == "JobBacklogGrowing"]
+    assert _statuses_read(backlog["expr"]) == due
+    guide = (jobs_project / "docs" / "jobs.md").read_text()
+    (adapter,) = [
+        yaml.safe_load(block)
+        for block in re.findall(r"```yaml\n(.*?)```", guide, re.DOTALL)
+        if "externalRules" in block
+    ]
+    (rule,) = adapter["externalRules"]
+    assert _statuses_read(rule["seriesQuery"]) == due
+    matchers = 'namespace="default"'  # what the adapter puts for <<.LabelMatchers>>
+    assert _statuses_read(rule["metricsQuery"].replace("<<.LabelMatchers>>", matchers)) == due
+    (hpa,) = [
+        item
+        for item in objects
+        if item["kind"] == "HorizontalPodAutoscaler"
+        and item["metadata"]["name"].endswith("-worker")
+    ]
+    (metric,) = hpa["spec"]["metrics"]
+    assert metric["external"]["metric"]["name"] == rule["name"]["as"]
+
+
 def test_the_worker_pods_get_a_network_policy_scrapes_in_and_database_dns_and_receiver_out(
     jobs_project: Path,
 ) -> None:
@@ -446,3 +499,68 @@ def test_a_changed_webhook_secret_rolls_the_service_and_worker_pods(jobs_project
         assert "checksum/webhook" in annotations, deployment["metadata"]["name"]
     for deployment in (_worker(render(chart, {})), _service(render(chart, {}))):
         assert "checksum/webhook" not in deployment["spec"]["template"]["metadata"]["annotations"]
+
+
+def _pod_command(
+    project: Path, command: str, env: dict[str, str], folder: Path
+) -> subprocess.CompletedProcess[str]:
+    """`command` as the worker's container runs it: its variables, its Secret's files in
+    SECRETS_DIR (/run/secrets in the pod), outside the project's folder."""
+    tools = tool_env(project)
+    return subprocess.run(
+        shlex.split(command),
+        cwd=folder,
+        env={"PATH": tools["PATH"], "PYTHONPATH": tools["PYTHONPATH"], **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_the_failing_jobs_runbook_lists_and_requeues_a_failed_job_from_a_worker_pod(
+    jobs_project: Path, postgres_url: str, tmp_path: Path
+) -> None:
+    """The runbook's two commands as a person pastes them: `kubectl exec` into the worker
+    Deployment the chart renders, and what follows `--` run as that container would run it (its
+    variables, DATABASE_URL in its Secret's file, no PGDSN) on a real PostgreSQL: the failed job
+    is listed, then queued again."""
+    objects = render(chart_of(jobs_project), EVERYTHING_ON)
+    (group,) = find(objects, "PrometheusRule")["spec"]["groups"]
+    (rule,) = [rule for rule in group["rules"] if rule["alert"] == "JobsFailing"]
+    listed, requeued = re.findall(r"`(kubectl exec [^`]+)`", rule["annotations"]["runbook"])
+    worker = _worker(objects)
+    in_pod = []
+    for command in (listed, requeued):
+        kubectl, _, rest = command.partition(" -- ")
+        assert shlex.split(kubectl) == [
+            "kubectl",
+            "exec",
+            "-n",
+            "default",
+            f"deploy/{worker['metadata']['name']}",
+        ]
+        in_pod.append(rest)
+    assert "<id>" in in_pod[1]
+    container = _container(worker)
+    env = {item["name"]: item["value"] for item in container["env"] if "value" in item}
+    assert "DATABASE_URL" not in env  # secrets.asFiles: a file of the Secret's, not a variable
+    secrets = tmp_path / "secrets"
+    secrets.mkdir()
+    with migrated_database(jobs_project, postgres_url, "runbook_requeue") as url:
+        (secrets / "DATABASE_URL").write_text(url)
+        env["SECRETS_DIR"] = str(secrets)
+        (job_id,) = asyncio.run(
+            fetch(
+                url,
+                "INSERT INTO pgqueuer (priority, entrypoint, payload, status, attempts)"
+                " VALUES (0, 'webhook', NULL, 'failed', 8) RETURNING id",
+            )
+        )[0]
+        shown = _pod_command(jobs_project, in_pod[0], env, tmp_path)
+        done = _pod_command(jobs_project, in_pod[1].replace("<id>", str(job_id)), env, tmp_path)
+        (status,) = asyncio.run(fetch(url, "SELECT status::text FROM pgqueuer"))[0]
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    assert re.search(rf"^\s*{job_id}\s+webhook\s+8\b", shown.stdout, re.M), shown.stdout
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert status == "queued"

@@ -91,6 +91,22 @@ def test_a_worker_is_ready_only_while_taking_jobs_and_must_stay_so_before_a_roll
     assert worker["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"] == 0
 
 
+def test_a_worker_stalled_on_its_connection_fails_liveness_after_the_stall_bound(
+    jobs_project: Path,
+) -> None:
+    """/healthz fails once the worker, connected, has completed no queue read for
+    JOBS_STALL_SECONDS (the bake's tests/worker/test_probes.py): the chart sets it from
+    worker.stallSeconds, minutes by default, and liveness reads that path."""
+    for values, seconds in (({}, "300"), ({"worker": {"stallSeconds": 120}}, "120")):
+        worker = _worker(render(chart_of(jobs_project), values))
+        (container,) = worker["spec"]["template"]["spec"]["containers"]
+        env = {item["name"]: item.get("value") for item in container["env"]}
+        assert env["JOBS_STALL_SECONDS"] == seconds
+        assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "metrics"}
+    with pytest.raises(helm_python.HelmError, match="stallSeconds"):
+        render(chart_of(jobs_project), {"worker": {"stallSeconds": 5}})  # under one read's period
+
+
 def test_workers_scale_on_the_queue_depth_when_asked_and_count_in_the_connection_budget(
     jobs_project: Path,
 ) -> None:

@@ -9,6 +9,9 @@ again when it waited too long for a lock (migrate.py); what the chart's migratio
 
 `python -m {{ cookiecutter.package_name }} worker`: run the jobs the writes enqueue until SIGTERM
 (worker/run.py).
+
+`python -m {{ cookiecutter.package_name }} jobs failed | jobs requeue <id> [<id> ...]`: the jobs
+held as failed, and queuing them again (worker/failed_jobs.py).
 {%- endif %}
 """
 
@@ -23,11 +26,15 @@ from .serving import server
 from .settings import Settings
 from .settings_sources import describe_error
 
-COMMANDS = ("migrate", "rotate-cursor-key"{% if cookiecutter.jobs == "postgres" %}, "worker"{% endif %})
+COMMANDS = ("migrate", "rotate-cursor-key"{% if cookiecutter.jobs == "postgres" %}, "worker", "jobs"{% endif %})
+# The commands that take arguments of their own.
+WITH_ARGUMENTS: tuple[str, ...] = ({% if cookiecutter.jobs == "postgres" %}"jobs",{% endif %})
 
 
 def main(arguments: tuple[str, ...] = ()) -> int:
-    if (arguments and arguments[0] not in COMMANDS) or len(arguments) > 1:
+    if arguments and (
+        arguments[0] not in COMMANDS or (len(arguments) > 1 and arguments[0] not in WITH_ARGUMENTS)
+    ):
         print(f"usage: python -m {__package__} [{' | '.join(COMMANDS)}]", file=sys.stderr)
         return 2
     if arguments == ("migrate",):
@@ -49,6 +56,10 @@ def main(arguments: tuple[str, ...] = ()) -> int:
         from .worker.run import run as run_worker  # the server's process never imports it
 
         return run_worker(settings)
+    if arguments[:1] == ("jobs",):
+        from .worker.failed_jobs import command as jobs_command
+
+        return jobs_command(settings, arguments[1:])
 {%- endif %}
     problem = server.framework_problem()
     if problem is not None:

@@ -63,6 +63,9 @@ _BROKEN = (
 # nothing more (Database.reachable). About one readiness period of the chart's.
 ANSWERED_LATELY_SECONDS = 5.0
 _NEVER = float("-inf")
+# Database.close's bound, the probe's connection and the pool's together: the chart's check of the
+# shutdown arithmetic counts this number (templates/_helpers.tpl, "shutdown"; docs/deploying.md).
+CLOSE_SECONDS = 10
 
 
 class _Lease:
@@ -208,13 +211,16 @@ class Database:
             return
         await self.probe.ping(within)
 
-    async def close(self, within: float = 10.0) -> None:
-        await self.probe.close()
-        # close() waits for borrowed connections; a stuck one must not block shutdown forever.
+    async def close(self, within: float = CLOSE_SECONDS) -> None:
+        """Close the probe's connection and the pool at once, both within `within` seconds; past
+        them asyncpg cuts what is left. The pool waits for borrowed connections, and a stuck one
+        must not block shutdown forever; the probe's connection takes up to 1 s when the database
+        no longer answers, which must not come on top of the bound the grace period counts."""
         try:
-            await asyncio.wait_for(self.pool.close(), within)
+            async with asyncio.timeout(within):
+                await asyncio.gather(self.probe.close(), self.pool.close())
         except TimeoutError:
-            self.pool.terminate()
+            self.pool.terminate()  # a cancelled Pool.close terminates too: said, not relied on
 
 
 class ProbeConnection:

@@ -368,6 +368,15 @@ class Settings(EnvironmentThenSecretFiles):
         description="Jobs one worker runs at once, at least twice JOBS_BATCH_SIZE: a backlog waits "
         "in the queue, not in the worker's memory and its HTTP client's pool.",
     )
+    # Minutes, far above a slow moment: a table locked by a migration for a while must not
+    # restart every worker.
+    jobs_stall_seconds: float = Field(
+        300,
+        ge=10,
+        le=3600,
+        description="The worker's /healthz fails (its pod is restarted) once, connected, it has "
+        "completed no read of the queue table for this long: a half-open connection.",
+    )
     jobs_listen: bool = Field(
         True,
         description="The worker wakes on the queue's NOTIFY; false leaves it to JOBS_POLL_SECONDS.",

@@ -1,5 +1,6 @@
 """worker/probes.py: the worker's readiness says whether it takes jobs, not only that its loop
-runs; against real worker processes and a real PostgreSQL."""
+runs, and its liveness fails on a connection fallen silent; against real worker processes and a
+real PostgreSQL, and the probes' clock alone for a read that fails on a connection still open."""
 
 import asyncio
 import time
@@ -7,11 +8,14 @@ from pathlib import Path
 
 import asyncpg
 import httpx
+import pytest
 from devdb import free_port
 
-from {{ cookiecutter.package_name }}.worker.run import DEPTH_EVERY_SECONDS
+from {{ cookiecutter.package_name }}.worker.metrics import DEPTH_EVERY_SECONDS, STALE_AFTER_SECONDS
+from {{ cookiecutter.package_name }}.worker.probes import WorkerProbes
 
-from .workers import worker
+from ..silent_proxy import silent_proxy
+from .workers import queue_depth, worker
 
 # Nothing listens there: the worker loops on worker_connection_lost.
 UNREACHABLE = "postgresql://app:pw@127.0.0.1:{port}/app"
@@ -84,3 +88,59 @@ async def test_a_worker_whose_queue_reads_stop_coming_back_is_no_longer_ready(
         again = await _status_until(ready_url, 200, 4 * DEPTH_EVERY_SECONDS)
     assert status == 503
     assert again == 200
+
+
+async def test_a_worker_whose_connection_fell_silent_fails_liveness_and_exports_no_depth(
+    database_url: str, tmp_path: Path
+) -> None:
+    """A half-open connection: no error ever comes, the worker believes it is connected and
+    waits forever. Not ready is not enough (a pod that is not ready is never restarted): past
+    JOBS_STALL_SECONDS without a completed queue read its liveness fails, and the kubelet
+    restarts it. Its depth, frozen since, is no longer exported."""
+    port = free_port()
+    log = tmp_path / "worker.log"
+    base = f"http://127.0.0.1:{port}"
+    stall = 10.0
+    async with silent_proxy(database_url) as (proxy, through_proxy):
+        env = {"METRICS_PORT": str(port), "JOBS_STALL_SECONDS": f"{stall:g}"}
+        with worker(log, through_proxy, "", **env):
+            assert await _status_until(f"{base}/readyz", 200, 30) == 200, log.read_text()[-2000:]
+            connected = await queue_depth(port)
+            proxy.fall_silent()
+            fell_silent = time.monotonic()
+            async with httpx.AsyncClient(base_url=base, timeout=2) as http:
+                alive_at_first = (await http.get("/healthz")).status_code
+            dead = await _status_until(f"{base}/healthz", 503, stall + 2 * DEPTH_EVERY_SECONDS)
+            dead_after = time.monotonic() - fell_silent
+            not_ready = await _status_until(f"{base}/readyz", 503, STALE_AFTER_SECONDS)
+            frozen = await queue_depth(port)
+    assert connected.keys() == {"queued", "scheduled", "picked", "failed"}
+    assert alive_at_first == 200  # a slow moment is not a reason to restart
+    assert dead == 503, log.read_text()[-2000:]
+    assert dead_after >= stall - DEPTH_EVERY_SECONDS
+    assert not_ready == 503
+    assert frozen == {}
+
+
+def test_a_failed_read_takes_the_worker_out_at_once_and_restarts_it_only_past_the_stall(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A read that errs on a connection still open (the run did not end) is no reason to restart
+    at once, nor to stop the stall clock: past JOBS_STALL_SECONDS since the last read completed,
+    liveness fails as for a read that never came back."""
+    now = [1000.0]
+    monkeypatch.setattr(time, "monotonic", lambda: now[0])  # the clock probes.py reads
+    worker_probes = WorkerProbes(asyncio.Event(), stale_after=15, stall_after=300)
+    worker_probes.connected()
+    now[0] += 5
+    worker_probes.queue_read()
+    assert (worker_probes.taking_jobs, worker_probes.stalled) == (True, False)
+    now[0] += 100
+    worker_probes.read_failed()
+    assert (worker_probes.taking_jobs, worker_probes.stalled) == (False, False)
+    now[0] += 199
+    assert worker_probes.stalled is False
+    now[0] += 1
+    assert worker_probes.stalled is True
+    worker_probes.disconnected()  # the run ended: reconnecting, which a restart would not speed
+    assert (worker_probes.taking_jobs, worker_probes.stalled) == (False, False)

@@ -1,51 +1,50 @@
 """worker/metrics.py: the queue depth the worker exports, which the worker HPA scales on
-(jobs_in_queue{status="queued"}, docs/jobs.md): work the workers could take now."""
+(jobs_in_queue{status="queued"}, docs/jobs.md): work the workers could take now, and nothing
+while the worker does not read the queue."""
 
-import re
 from datetime import timedelta
 from pathlib import Path
 
 import asyncpg
-import httpx
-import pytest
 from devdb import free_port
 
-from {{ cookiecutter.package_name }}.kit.events import WEBHOOK, event_payload
-
+from ..silent_proxy import silent_proxy
 from .test_probes import _status_until
-from .workers import worker
+from .workers import enqueue_due_in, queue_depth, worker
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "DEPTH counts every queued row, those whose execute_after is still to come (deliveries"
-        " retried with backoff while the receiver is down) included: the HPA adds workers that"
-        " can run none of them. Counting the due ones apart changes what the backlog alert and"
-        " the adapter rule of docs/jobs.md read."
-    ),
-)
-async def test_jobs_not_due_yet_are_not_counted_as_queued_work(
-    database_url: str, tmp_path: Path
+async def test_jobs_not_due_yet_are_counted_as_scheduled_not_as_queued_work(
+    queue: asyncpg.Connection, database_url: str, tmp_path: Path
 ) -> None:
-    connection = await asyncpg.connect(database_url)
-    try:
-        from pgqueuer.db import AsyncpgDriver
-        from pgqueuer.queries import Queries
-
-        later: list[bytes | None] = [
-            event_payload(f"later-{n}", "item.created", "{}") for n in range(20)
-        ]
-        await Queries(AsyncpgDriver(connection)).enqueue(
-            [WEBHOOK] * 20, later, [0] * 20, [timedelta(hours=1)] * 20
-        )
-    finally:
-        await connection.close()
+    await enqueue_due_in(queue, 20, timedelta(hours=1))
+    # Due now, of an entrypoint this worker does not run: they stay queued while it watches.
+    await enqueue_due_in(queue, 5, timedelta(0), entrypoint="run_elsewhere")
     port = free_port()
     with worker(tmp_path / "worker.log", database_url, "", METRICS_PORT=str(port)):
         # Ready once the queue table has been read: the depth is sampled then.
         assert await _status_until(f"http://127.0.0.1:{port}/readyz", 200, 30) == 200
-        async with httpx.AsyncClient(timeout=5) as http:
-            scraped = (await http.get(f"http://127.0.0.1:{port}/metrics")).text
-    (queued,) = re.findall(r'^jobs_in_queue\{status="queued"\} (\S+)$', scraped, re.M)
-    assert float(queued) == 0
+        depth = await queue_depth(port)
+    assert depth == {"queued": 5, "scheduled": 20, "picked": 0, "failed": 0}
+
+
+async def test_a_worker_that_lost_its_connection_exports_no_depth_rather_than_its_last(
+    queue: asyncpg.Connection, database_url: str, tmp_path: Path
+) -> None:
+    """The HPA takes the max over the workers and the backlog alert reads it: a count frozen when
+    the connection went would scale (or alert) on a queue nobody reads any more."""
+    await enqueue_due_in(queue, 3, timedelta(hours=1))
+    port = free_port()
+    ready = f"http://127.0.0.1:{port}/readyz"
+    log = tmp_path / "worker.log"
+    async with silent_proxy(database_url) as (proxy, through_proxy):
+        with worker(log, through_proxy, "", METRICS_PORT=str(port)):
+            assert await _status_until(ready, 200, 30) == 200, log.read_text()[-2000:]
+            connected = await queue_depth(port)
+            await proxy.cut()  # the database gone; reconnecting is refused from now on
+            assert await _status_until(ready, 503, 30) == 503
+            disconnected = await queue_depth(port)
+            alive = await _status_until(f"http://127.0.0.1:{port}/healthz", 200, 5)
+    assert connected == {"queued": 0, "scheduled": 3, "picked": 0, "failed": 0}
+    assert disconnected == {}
+    # Disconnected is no reason to restart: the worker reconnects by itself.
+    assert alive == 200

@@ -10,14 +10,14 @@ import random
 import signal
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import asyncpg
 import pytest
 
 from .receiver import Receiver, receiving
-from .workers import SECRET, clear_queue, enqueue_events, jobs_by_status, start_worker, worker
+from .workers import SECRET, enqueue_events, jobs_by_status, start_worker, worker
 
 # 1,000 by default so the test runs in well under a minute; JOBS_TEST_COUNT=10000 runs more.
 MANY = int(os.environ.get("JOBS_TEST_COUNT", "1000"))
@@ -27,13 +27,6 @@ MANY = int(os.environ.get("JOBS_TEST_COUNT", "1000"))
 def receiver() -> Iterator[Receiver]:
     with receiving(SECRET.encode()) as running:
         yield running
-
-
-@pytest.fixture
-async def queue(connection: asyncpg.Connection) -> AsyncIterator[asyncpg.Connection]:
-    await clear_queue(connection)
-    yield connection
-    await clear_queue(connection)
 
 
 def _event_ids(count: int) -> list[str]:

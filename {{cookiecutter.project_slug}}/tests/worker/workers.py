@@ -2,13 +2,16 @@
 the worker's tests."""
 
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 from pathlib import Path
 
 import asyncpg
+import httpx
 
 from {{ cookiecutter.package_name }}.kit.events import WEBHOOK, event_payload
 
@@ -70,6 +73,22 @@ async def enqueue_events(connection: asyncpg.Connection, event_ids: list[str]) -
     )
 
 
+async def enqueue_due_in(
+    connection: asyncpg.Connection, count: int, delay: timedelta, entrypoint: str = WEBHOOK
+) -> None:
+    """`count` jobs due in `delay`, as a delivery retried with backoff is; an entrypoint this
+    service does not run stays queued however long a worker watches."""
+    from pgqueuer.db import AsyncpgDriver
+    from pgqueuer.queries import Queries
+
+    payloads: list[bytes | None] = [
+        event_payload(f"{entrypoint}-{n}", "item.created", "{}") for n in range(count)
+    ]
+    await Queries(AsyncpgDriver(connection)).enqueue(
+        [entrypoint] * count, payloads, [0] * count, [delay] * count
+    )
+
+
 async def jobs_by_status(connection: asyncpg.Connection) -> dict[str, int]:
     rows = await connection.fetch("SELECT status::text, count(*) FROM pgqueuer GROUP BY 1")
     return {row[0]: row[1] for row in rows}
@@ -77,3 +96,11 @@ async def jobs_by_status(connection: asyncpg.Connection) -> dict[str, int]:
 
 async def clear_queue(connection: asyncpg.Connection) -> None:
     await connection.execute("DELETE FROM pgqueuer")
+
+
+async def queue_depth(metrics_port: int) -> dict[str, float]:
+    """The samples of jobs_in_queue a worker's /metrics serves now, by status."""
+    async with httpx.AsyncClient(timeout=5) as http:
+        scraped = (await http.get(f"http://127.0.0.1:{metrics_port}/metrics")).text
+    samples = re.findall(r'^jobs_in_queue\{status="(\w+)"\} (\S+)$', scraped, re.M)
+    return {status: float(jobs) for status, jobs in samples}

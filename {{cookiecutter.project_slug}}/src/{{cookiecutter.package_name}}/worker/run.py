@@ -30,7 +30,7 @@ from ..observability.logging import configure_logging
 from ..serving.metrics_listener import metrics_listener
 from ..serving.protocol import guarded_protocol
 from ..settings import Settings
-from .metrics import DEPTH, JobMetrics
+from .metrics import DEPTH, DEPTH_EVERY_SECONDS, STALE_AFTER_SECONDS, JobMetrics
 from .probes import WorkerProbes
 from .webhook import deliver
 
@@ -38,9 +38,6 @@ logger = structlog.get_logger(__name__)
 # The job log's upkeep: rows older than JOBS_LOG_RETENTION_HOURS go, on JOBS_PRUNE_CRON's ticks.
 PRUNE = "prune_job_log"
 PRUNE_LOG = "DELETE FROM pgqueuer_log WHERE created < now() - make_interval(secs => $1)"
-DEPTH_EVERY_SECONDS = 5.0
-# A worker whose last queue read is older than this takes no job (probes.py): three reads missed.
-STALE_AFTER_SECONDS = 3 * DEPTH_EVERY_SECONDS
 RECONNECT_MAX_SECONDS = 10.0
 
 
@@ -87,15 +84,17 @@ def queue(
 
 async def _sample_depth(pgq: PgQueuer, metrics: JobMetrics, probes: WorkerProbes) -> None:
     """The queue's depth for /metrics, read on the worker's own connection: each read that
-    succeeds is also what makes the worker ready (connected, its queue table there)."""
+    succeeds is also what makes the worker ready (connected, its queue table there) and keeps it
+    alive (probes.py)."""
     while True:
         try:
             rows = await pgq.connection.fetch(DEPTH)
         except Exception as error:  # the run itself notices a lost connection and reconnects
-            probes.disconnected()
+            probes.read_failed()
+            metrics.depth.forget()
             logger.warning("queue_depth_unread", error=str(error))
         else:
-            metrics.record_depth(rows)
+            metrics.depth.record(rows)
             probes.queue_read()
         await asyncio.sleep(DEPTH_EVERY_SECONDS)
 
@@ -110,6 +109,7 @@ async def _run_once(
     connection = await asyncpg.connect(
         settings.dsn, server_settings={"application_name": "worker", "timezone": "UTC"}
     )
+    probes.connected()
     try:
         pgq = queue(connection, settings, client, metrics)
         relay = asyncio.create_task(stop.wait())
@@ -130,13 +130,14 @@ async def _run_once(
             depth.cancel()
     finally:
         probes.disconnected()
+        metrics.depth.forget()  # a count of a queue it no longer reads: no sample, not a stale one
         connection.terminate()
 
 
 async def work(settings: Settings, stop: asyncio.Event, metrics: JobMetrics) -> None:
     """Run jobs until `stop` is set; connect again whenever the connection is lost. Beside
     /metrics, the probes say whether the worker is taking jobs (probes.py)."""
-    probes = WorkerProbes(stop, STALE_AFTER_SECONDS)
+    probes = WorkerProbes(stop, STALE_AFTER_SECONDS, settings.jobs_stall_seconds)
     pause = 0.5
     async with (
         httpx.AsyncClient() as client,

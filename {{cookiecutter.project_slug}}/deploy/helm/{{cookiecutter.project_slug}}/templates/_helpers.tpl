@@ -153,8 +153,10 @@ Checks that a JSON schema cannot express, because they compare two values.
   worker:      (jobs=postgres) its grace period and heartbeat timeout outlast the longest job;
                a webhook URL has its Secret and, with networkPolicy, its receiver's peers;
   pool:        poolMinSize <= poolMaxSize;
-  shutdown:    terminationGracePeriodSeconds > preStop sleep + drain + 10 s of pool close
-               (the service's Database.close bound);
+  shutdown:    terminationGracePeriodSeconds > preStop sleep + drain + 10 s of close, the
+               service's Database.close bound (db.py CLOSE_SECONDS: the pool and the probe's
+               connection together); the strict ">" leaves a second at least for uvicorn's
+               two 0.1 s pauses (its main loop's tick, the one before the drain) and the exit;
   ports:       metrics.port differs from server.port (metrics have a port of their own).
 */}}
 {{- define "app.checks" -}}
@@ -215,7 +217,7 @@ Checks that a JSON schema cannot express, because they compare two values.
 {{- end }}
 {{- $drain := add (int .Values.shutdown.preStopSleepSeconds) (int .Values.server.timeoutGracefulShutdown) 10 }}
 {{- if le (int .Values.shutdown.terminationGracePeriodSeconds) $drain }}
-{{- fail (printf "shutdown.terminationGracePeriodSeconds (%d) must exceed preStopSleepSeconds + server.timeoutGracefulShutdown + 10 s pool close = %d" (int .Values.shutdown.terminationGracePeriodSeconds) $drain) }}
+{{- fail (printf "shutdown.terminationGracePeriodSeconds (%d) must exceed preStopSleepSeconds + server.timeoutGracefulShutdown + 10 s to close the database connections = %d" (int .Values.shutdown.terminationGracePeriodSeconds) $drain) }}
 {{- end }}
 {{- end }}
 
