@@ -86,11 +86,10 @@ async def _spans_of(
 
 
 @pytest.fixture
-def tracing(database_url: str) -> Tracing:
+def tracing() -> Tracing:
     settings = Settings(
-        database_url=database_url, app_env="test", tracing=True, otel_traces_exporter="none",
-        otel_traces_sampler="always_on",
-    )  # fmt: skip
+        app_env="dev", tracing=True, otel_traces_exporter="none", otel_traces_sampler="always_on"
+    )
     return Tracing(settings)
 
 
