@@ -20,7 +20,7 @@ NAME = PACKAGE.name
 FLOORS = [
     {"settings", "settings_sources"},
     {"observability"},
-    {"db", "asyncpg_internals"},
+    {"db", "asyncpg_internals", "query_spans"},
     {"kit"},
     None,  # the resources: every other subpackage
     {"serving", "migrate"{% if cookiecutter.jobs == "postgres" %}, "worker"{% endif %}},

@@ -1,5 +1,5 @@
-"""Every private asyncpg name db.py reads, in one place: what the lease and the unshielded
-release need.
+"""Every private asyncpg name db.py and query_spans.py read, in one place: what the lease and
+the unshielded release need, and what a database span says the connection is.
 
 `queued_connections` says whether an acquire would take a connection without waiting;
 `quick_release_holder` answers whether asyncpg's release of a connection would await nothing,
@@ -82,3 +82,16 @@ def reset_steps(connection: Any) -> Any | None:
     except AttributeError as error:
         _missing(error)
         return None
+
+
+def connection_target(connection: Any) -> tuple[Any, str | None, str | None]:
+    """(address, database, user) asyncpg connected `connection` to, as OpenTelemetry's asyncpg
+    instrumentation reads them for a span's attributes: the address a (host, port) tuple or a
+    socket path. (None, None, None), said once, when asyncpg keeps them elsewhere: the spans then
+    go without them."""
+    try:
+        parameters = connection._params
+        return connection._addr, parameters.database, parameters.user
+    except AttributeError as error:
+        _missing(error, "database_spans_without_target")
+        return None, None, None

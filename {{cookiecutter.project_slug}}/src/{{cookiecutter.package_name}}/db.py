@@ -171,6 +171,7 @@ class Database:
         settings: Settings,
         application_name: str,
         on_acquire_wait: Callable[[float], None] | None = None,
+        connection_class: type[NoResetConnection] = NoResetConnection,
     ) -> "Database":
         # create_pool opens min_size connections before returning: the pool is warm at start-up.
         pool = await asyncpg.create_pool(
@@ -178,7 +179,7 @@ class Database:
             min_size=settings.pool_min_size,
             max_size=settings.pool_max_size,
             timeout=settings.pool_acquire_timeout,
-            connection_class=NoResetConnection,
+            connection_class=connection_class,
             # 0 behind PgBouncer transaction pooling: a named statement prepared on one server
             # connection is missing on the next (PgBouncer < 1.21 does not track them).
             statement_cache_size=settings.statement_cache_size,

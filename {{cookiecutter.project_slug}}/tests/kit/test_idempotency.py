@@ -3,6 +3,7 @@
 
 import asyncio
 import secrets
+from typing import Any
 
 import asyncpg
 import httpx
@@ -12,11 +13,14 @@ import pytest
 from loadtest.drive.issuer import Issuer
 {%- endif %}
 
-from {{ cookiecutter.package_name }}.db import Database
+from {{ cookiecutter.package_name }}.db import Database, NoResetConnection
+from {{ cookiecutter.package_name }}.kit import answer_key
+from {{ cookiecutter.package_name }}.kit.answer_key import AnswerKey, NotComposable
 {%- if cookiecutter.auth == "api_key" %}
 from {{ cookiecutter.package_name }}.kit.auth import digest
 {%- endif %}
 from {{ cookiecutter.package_name }}.kit.idempotency import BATCH, HEADER, REPLAYED, remove_expired_keys
+from {{ cookiecutter.package_name }}.serving import app as app_module
 from {{ cookiecutter.package_name }}.serving.app import create_app
 from {{ cookiecutter.package_name }}.settings import Settings
 
@@ -269,6 +273,75 @@ async def test_a_key_is_kept_per_api_key_so_another_client_gets_no_answer_of_it(
     assert answer.content != first.content
     assert retry.headers[REPLAYED] == "true"
 {%- endif %}
+
+
+def _logged(statements: list[str]) -> type[NoResetConnection]:
+    """The pool's connection class, noting every statement it runs in `statements`."""
+
+    class Logged(NoResetConnection):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.add_query_logger(lambda record: statements.append(record.query))
+
+    return Logged
+
+
+async def test_a_create_with_a_fresh_key_is_one_statement_that_stores_its_answer(
+    settings: Settings,
+    auth_headers: dict[str, str],
+    database_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    statements: list[str] = []
+    monkeypatch.setattr(app_module, "_connection_class", lambda tracing: _logged(statements))
+    body, key = new_body(), fresh_key()
+    async with started(create_app(settings), auth_headers) as client:
+        await asyncio.sleep(0)  # the lifespan's first sweep of expired keys, before counting
+        statements.clear()
+        first = await client.post(BASE, json=body, headers={HEADER: key})
+        await asyncio.sleep(0)  # asyncpg calls its query loggers soon, not at once
+        written = [statement for statement in statements if "DELETE" not in statement]
+        retry = await client.post(BASE, json=body, headers={HEADER: key})
+    assert first.status_code == 201, first.text
+    assert len(written) == 1  # no BEGIN, lock, lookup or second INSERT of its own
+    assert "idempotency_keys" in written[0]
+    assert retry.headers[REPLAYED] == "true"
+    assert retry.content == first.content
+
+
+async def test_an_insert_that_cannot_store_its_answer_runs_in_a_transaction(
+    settings: Settings,
+    auth_headers: dict[str, str],
+    database_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def refused(insert: str) -> str:
+        raise NotComposable("not this one")
+
+    monkeypatch.setattr(answer_key, "compose", refused)
+    monkeypatch.setattr(answer_key, "_composed", {})
+    statements: list[str] = []
+    monkeypatch.setattr(app_module, "_connection_class", lambda tracing: _logged(statements))
+    body, key = new_body(), fresh_key()
+    before = await count_rows(database_url)
+    async with started(create_app(settings), auth_headers) as client:
+        first = await client.post(BASE, json=body, headers={HEADER: key})
+        retry = await client.post(BASE, json=body, headers={HEADER: key})
+        await asyncio.sleep(0)  # asyncpg calls its query loggers soon, not at once
+    assert first.status_code == 201, first.text
+    assert retry.headers[REPLAYED] == "true"
+    assert await count_rows(database_url) == before + 1
+    assert any(statement.startswith("BEGIN") for statement in statements)
+
+
+async def test_an_insert_that_ignores_its_key_is_an_error_not_a_create_without_one(
+    settings: Settings, auth_headers: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What a create whose insert drops its AnswerKey would do: write the row alone.
+    monkeypatch.setattr(AnswerKey, "storing", lambda self, insert: (insert, ()))
+    async with started(create_app(settings), auth_headers) as client:
+        response = await client.post(BASE, json=new_body(), headers={HEADER: fresh_key()})
+    assert_problem(response, 500)
 
 
 async def test_openapi_declares_the_header_on_create(client: httpx.AsyncClient) -> None:

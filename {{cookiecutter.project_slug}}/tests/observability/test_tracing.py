@@ -1,5 +1,7 @@
 """Tracing (TRACING=true, the `tracing` extra): spans per request and per database call, collected
-by an in-memory exporter; W3C traceparent honoured; the tracing SDK not even loaded while off."""
+by an in-memory exporter, the same OpenTelemetry's own ASGI middleware and asyncpg instrumentation
+make on the same requests; none for a request the sampler drops; W3C traceparent honoured both
+ways; the tracing SDK not even loaded while off."""
 
 import json
 import subprocess
@@ -10,17 +12,21 @@ from typing import Any
 
 import httpx
 import pytest
-from opentelemetry.sdk.trace import ReadableSpan
+from fastapi import FastAPI
+from opentelemetry.instrumentation.asgi import OpenTelemetryMiddleware
+from opentelemetry.instrumentation.asyncpg import AsyncPGInstrumentor
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
+from {{ cookiecutter.package_name }}.health.routes import PROBE_PATHS
 from {{ cookiecutter.package_name }}.observability.tracing import Tracing
 from {{ cookiecutter.package_name }}.serving.app import create_app
 from {{ cookiecutter.package_name }}.settings import Settings
 
 from ..conftest import BASE, serve, started
-from ..declared import new_body
+from ..declared import change, new_body
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 SAMPLED_PARENT = {"traceparent": f"00-{TRACE_ID}-00f067aa0ba902b7-01"}
@@ -75,6 +81,101 @@ async def test_a_sampled_traceparent_gets_one_request_span_and_one_per_database_
     assert database[0].parent.span_id == request.span_id
     assert dict(server.attributes or {})["http.status_code"] == 201
     assert "INSERT" in str(dict(database[0].attributes or {})["db.statement"])
+
+
+async def test_an_unsampled_traceparent_is_followed_and_records_nothing(
+    traced: tuple[httpx.AsyncClient, InMemorySpanExporter],
+) -> None:
+    client, exporter = traced
+    _spans(exporter)
+    unsampled = {"traceparent": f"00-{TRACE_ID}-00f067aa0ba902b7-00"}
+    assert (await client.post(BASE, json=new_body(), headers=unsampled)).status_code == 201
+    assert _spans(exporter) == []
+
+
+def _described(span: ReadableSpan) -> tuple[Any, ...]:
+    """What a span says, without its times and ids (nor an exception's stack trace)."""
+    events = [
+        (
+            event.name,
+            {k: v for k, v in (event.attributes or {}).items() if k != "exception.stacktrace"},
+        )
+        for event in span.events
+    ]
+    return (span.name, span.kind, dict(span.attributes or {}), span.status.status_code,
+            span.status.description, events)  # fmt: skip
+
+
+async def _requests(
+    client: httpx.AsyncClient, exporter: InMemorySpanExporter, row: str
+) -> tuple[list[Any], int]:
+    """A read, a miss, a page, a create, a refused create, an update and a delete of a missing
+    row: per request, its server span and, in order, its children, as they describe themselves;
+    and how many spans of other traces came meanwhile (statements outside any request)."""
+    sent = [
+        client.get(f"{BASE}/{row}"),
+        client.get(f"{BASE}/987654321"),
+        client.get(BASE, params={"limit": 3}),
+        client.post(BASE, json=new_body(), headers={"user-agent": "probe-test/1"}),
+        client.post(BASE, json={}),
+        client.patch(f"{BASE}/{row}", json=change()),
+        client.delete(f"{BASE}/987654321"),
+    ]
+    described, others = [], 0
+    _spans(exporter)
+    for request in sent:
+        await request
+        spans = _spans(exporter)
+        (server,) = [span for span in spans if span.kind is SpanKind.SERVER]
+        assert server.context is not None
+        children = [
+            span
+            for span in spans
+            if span.parent is not None and span.parent.span_id == server.context.span_id
+        ]
+        others += len(spans) - 1 - len(children)
+        described.append([_described(server), *map(_described, children)])
+    return described, others
+
+
+async def test_kept_spans_are_those_opentelemetrys_instrumentation_made_for_the_same_requests(
+    database_url: str, auth_settings: dict[str, Any], auth_headers: dict[str, str]
+) -> None:
+    settings = Settings(
+        database_url=database_url, app_env="test", tracing=True, otel_traces_exporter="none",
+        otel_traces_sampler="always_on", **auth_settings,
+    )  # fmt: skip
+    tracing = Tracing(settings)
+    exporter = InMemorySpanExporter()
+    tracing.provider.add_span_processor(SimpleSpanProcessor(exporter))
+    async with started(create_app(settings, tracing=tracing), auth_headers) as client:
+        row = str((await client.post(BASE, json=new_body())).json()["id"])
+        ours, outside = await _requests(client, exporter, row)
+    # The reference: the service without its tracing, OpenTelemetry's ASGI middleware outermost
+    # in its stack (where this service had it) and asyncpg instrumented, on a provider of its own.
+    provider, reference = TracerProvider(), InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(reference))
+    app: FastAPI = create_app(settings.model_copy(update={"tracing": False}))
+    app.add_middleware(
+        OpenTelemetryMiddleware,
+        tracer_provider=provider,
+        exclude_spans=["receive", "send"],
+        excluded_urls=",".join(sorted(PROBE_PATHS)),
+    )
+    instrumentor = AsyncPGInstrumentor()  # type: ignore[no-untyped-call]
+    instrumentor.instrument(tracer_provider=provider)
+    try:
+        async with started(app, auth_headers) as client:
+            theirs, _ = await _requests(client, reference, row)
+    finally:
+        instrumentor.uninstrument()
+    assert [len(spans) for spans in ours] == [len(spans) for spans in theirs]
+    for mine, reference_spans in zip(ours, theirs, strict=True):
+        assert mine == reference_spans
+    assert sum(len(spans) - 1 for spans in ours) >= 6  # the database spans were compared too
+    # The instrumentation also traced statements outside any request (the lifespan's sweep of
+    # expired keys) as traces of their own; a statement here has a span under a kept one only.
+    assert outside == 0
 
 
 async def test_the_ratio_sampler_at_zero_records_no_new_trace(

@@ -11,6 +11,7 @@ from fastapi import params
 
 {% endif -%}
 from ..db import Connection, Database, Record
+from .answer_key import AnswerKey
 {%- if cookiecutter.auth != "none" %}
 from .auth import READ, WRITE
 {%- endif %}
@@ -35,7 +36,7 @@ from .fields import (
     field_type,
     is_unique,
 )
-from .idempotency import IdempotencyKey, idempotently
+from .idempotency import IdempotencyKey, create_once, idempotently
 from .keyset import read_page
 from .listing import Condition, Filterable, ListQuery, Sortable, list_query
 from .models import Declared, Page, Stored, changes_of
@@ -62,6 +63,7 @@ __all__ = [
     "READ",
     "RETRY_AFTER_SECONDS",
     "WRITE",
+    "AnswerKey",
     "BigInt",
     "Bool",
     "Condition",
@@ -95,6 +97,7 @@ __all__ = [
     "Unique",
     "Uuid",
     "changes_of",
+    "create_once",
     "cursor_key",
 {%- if cookiecutter.jobs == "postgres" %}
     "enqueue_event",

@@ -1,13 +1,14 @@
 """Idempotency-Key on POST (the IETF httpapi draft "The Idempotency-Key HTTP Header Field").
 
-A create sent with the header runs in one transaction with the record of its answer
-(migrations/machinery/0000_idempotency_keys.py): the lock on (client, key), the lookup, the write
-and the stored answer commit together or not at all. So, across pods, crashes and restarts, a
-retry either finds the answer of a write that committed and gets it again (`Idempotency-Replayed:
-true`, no new write), or finds nothing because the write rolled back, and runs it. The same key
-with another request (method, path, body or client) is a 422; a retry while the first is still
-running is a 409 (the first holds the key's transaction lock). Without the header a create runs
-as it always did: the same statements, no transaction, no extra round trip.
+A create sent with the header commits with the record of its answer
+(migrations/machinery/0000_idempotency_keys.py), or not at all: a resource's create in one
+statement that stores its own answer (`create_once`, answer_key.py), any other write in a
+transaction of the key's lock, its lookup, the write and the stored answer (`idempotently`). So,
+across pods, crashes and restarts, a retry either finds the answer of a write that committed and
+gets it again (`Idempotency-Replayed: true`, no new write), or finds nothing because the write
+rolled back, and runs it. The same key with another request (method, path, body or client) is a
+422; a retry while the first is still running is a 409 (the first holds the key's transaction
+lock). Without the header a create runs as it always did: the same statement, no transaction.
 
 Keys are kept per client (client.py) for IDEMPOTENCY_TTL_SECONDS; an expired key counts as absent
 and is removed in small batches by the lifespan (`sweep_expired_keys`), never under a long lock.
@@ -19,13 +20,16 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Annotated
 
+import asyncpg
 import structlog
 from fastapi import Header, Request
 from starlette.responses import Response
 
 from ..db import Connection, Database, Record
+from .answer_key import AnswerKey, NotComposable, forget, taken
 from .client import client_identity
 from .problems import ProblemError
+from .rows import row_response
 
 HEADER = "Idempotency-Key"
 REPLAYED = "Idempotency-Replayed"
@@ -78,6 +82,8 @@ DELETE_EXPIRED = """
 """
 
 Write = Callable[[Connection], Awaitable[Response]]
+# A create's insert: the new row, its answer stored under the key when one is given.
+Insert = Callable[[Connection, AnswerKey | None], Awaitable[Record]]
 
 
 def _checked(key: str) -> str:
@@ -106,6 +112,21 @@ def _replay(stored: Record) -> Response:
     return Response(stored["body"], status_code=stored["status"], headers=headers)
 
 
+def _in_progress() -> ProblemError:
+    return ProblemError(
+        409,
+        f"A request with this {HEADER} is still being processed; retry after it ends.",
+        headers={"Retry-After": "1"},
+    )
+
+
+async def _claim(request: Request, key: str) -> tuple[str, str, bytes]:
+    """The key as checked, the client it is kept for, and the request's fingerprint."""
+    key = _checked(key.strip(" \t"))  # RFC 9110 §5.5: whitespace around a value is not of it
+    client = await client_identity(request)
+    return key, client, await _fingerprint(request, client)
+
+
 async def idempotently(
     request: Request, key: str | None, database: Database, ttl_seconds: int, write: Write
 ) -> Response:
@@ -114,16 +135,66 @@ async def idempotently(
     if key is None:
         async with database.connection() as connection:
             return await write(connection)
-    key = _checked(key.strip(" \t"))  # RFC 9110 §5.5: whitespace around a value is not of it
-    client = await client_identity(request)
-    fingerprint = await _fingerprint(request, client)
+    key, client, fingerprint = await _claim(request, key)
+    return await _once(database, (client, key, fingerprint), ttl_seconds, write)
+
+
+async def create_once(
+    request: Request,
+    key: str | None,
+    database: Database,
+    ttl_seconds: int,
+    insert: Insert,
+    *,
+    location: str,
+) -> Response:
+    """The answer to a create: the row `insert` makes, 201 with Location `<location>/<id>`; with
+    a key, the row and its answer stored in `insert`'s one statement (answer_key.py). That
+    statement writes nothing when the key is taken: a 409 while its first request runs, else
+    (or when the statement cannot store it) the transactional way `idempotently` runs."""
+
+    def answer(record: Record) -> Response:
+        return row_response(record, status_code=201, location=f"{location}/{record['id']}")
+
+    if key is None:
+        async with database.connection() as connection:
+            return answer(await insert(connection, None))
+    key, client, fingerprint = await _claim(request, key)
+    answer_key = AnswerKey(client, key, fingerprint, float(ttl_seconds), location)
+    try:
+        async with database.connection() as connection:
+            record = await insert(connection, answer_key)
+    except NotComposable:
+        pass
+    except asyncpg.SyntaxOrAccessError:
+        if answer_key.insert is None:
+            raise
+        forget(answer_key.insert)
+    except asyncpg.NotNullViolationError as error:
+        if not taken(error):
+            raise
+        raise _in_progress() from None
+    except asyncpg.UniqueViolationError:
+        pass  # the key stored already, or a unique field taken: answered the transactional way
+    else:
+        if answer_key.insert is None:  # written, but not with its answer: a broken insert
+            raise RuntimeError("the create's insert did not store its answer (AnswerKey.storing)")
+        return answer(record)
+
+    async def write(connection: Connection) -> Response:
+        return answer(await insert(connection, None))
+
+    return await _once(database, (client, key, fingerprint), ttl_seconds, write)
+
+
+async def _once(
+    database: Database, claim: tuple[str, str, bytes], ttl_seconds: int, write: Write
+) -> Response:
+    """`write` in a transaction with the key's lock, lookup and stored answer."""
+    client, key, fingerprint = claim
     async with database.connection() as connection, connection.transaction():
         if not await connection.fetchval(LOCK, client, key):
-            raise ProblemError(
-                409,
-                f"A request with this {HEADER} is still being processed; retry after it ends.",
-                headers={"Retry-After": "1"},
-            )
+            raise _in_progress()
         stored = await connection.fetchrow(SELECT, client, key)
         if stored is not None:
             if stored["fingerprint"] != fingerprint:

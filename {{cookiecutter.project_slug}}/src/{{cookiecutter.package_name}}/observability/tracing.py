@@ -1,68 +1,47 @@
-"""OpenTelemetry tracing (TRACING=true; the `tracing` extra): one span per request, one per
-database call, W3C traceparent honoured, and the trace id on the request's log lines.
+"""OpenTelemetry tracing (TRACING=true; the `tracing` extra): one span per sampled request, one per
+database call under it, W3C traceparent honoured, and the trace id on the request's log lines.
 
-Imported only when TRACING=true, so a service without it loads none of OpenTelemetry. The ASGI
-middleware runs without its receive/send child spans: two more spans per request (three per
-body) that time the socket, not the service. The probes and /metrics are not traced (the paths
-come from the middleware stack): the probes and the scraper would fill the traces. The exporter takes its address and headers from the
-standard variables (OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_HEADERS, ...).
+Imported only when TRACING=true, so a service without it loads none of OpenTelemetry's SDK. The
+request span is the service's own ASGI layer (request_spans.py) and the database spans its own
+connection class (query_spans.py), on OpenTelemetry's API and SDK: a request the sampler drops
+pays for the decision and the context it propagates, not for spans (+660 thousand instructions a
+request at 10 % with OpenTelemetry's ASGI middleware and asyncpg instrumentation, `make
+bench-instructions`; the figure for this design is in docs/performance.md). The probes and
+/metrics are not traced (the paths come from the middleware stack): the probes and the scraper
+would fill the traces. The exporter takes its address and headers from the standard variables
+(OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_HEADERS, ...), the propagators from
+OTEL_PROPAGATORS.
 """
 
 from collections.abc import Iterable
 
-from opentelemetry import trace
-from opentelemetry.instrumentation.asgi import OpenTelemetryMiddleware
-from opentelemetry.instrumentation.asyncpg import AsyncPGInstrumentor
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
-from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace import SynchronousMultiSpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
-from opentelemetry.sdk.trace.sampling import (
-    ALWAYS_OFF,
-    ALWAYS_ON,
-    ParentBased,
-    Sampler,
-    TraceIdRatioBased,
-)
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+from opentelemetry.trace import Tracer
 from starlette.middleware import Middleware
-from starlette.types import ASGIApp, Receive, Scope, Send
-from structlog.contextvars import bind_contextvars, reset_contextvars
 
+from .. import __version__
 from ..settings import Settings
-
-
-def _sampler(settings: Settings) -> Sampler:
-    ratio = TraceIdRatioBased(settings.otel_traces_sampler_arg)
-    root = {"always_on": ALWAYS_ON, "always_off": ALWAYS_OFF}.get(
-        settings.otel_traces_sampler.removeprefix("parentbased_"), ratio
-    )
-    return ParentBased(root) if settings.otel_traces_sampler.startswith("parentbased_") else root
-
-
-class TraceIdLogMiddleware:
-    """Bind the current trace id to the log context, so the access log line carries it."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        context = trace.get_current_span().get_span_context()
-        if scope["type"] != "http" or not context.is_valid:
-            await self.app(scope, receive, send)
-            return
-        tokens = bind_contextvars(trace_id=format(context.trace_id, "032x"))
-        try:
-            await self.app(scope, receive, send)
-        finally:
-            reset_contextvars(**tokens)
+from .recorded_spans import SpanRecorder
+from .request_spans import DrawnIds, RequestSpans
+from .sampling import ServiceSampler
 
 
 class Tracing:
-    """The tracer provider of one app; `start()` and `stop()` belong in its lifespan."""
+    """The tracer provider of one app; `stop()` belongs in its lifespan."""
 
     def __init__(self, settings: Settings) -> None:
+        self.sampler = ServiceSampler(settings)
+        self._ids = DrawnIds()
+        # The provider's span processors, which recorded spans are handed to as well.
+        self._processors = SynchronousMultiSpanProcessor()  # type: ignore[no-untyped-call]
         self.provider = TracerProvider(
             resource=Resource.create({SERVICE_NAME: settings.otel_service_name}),
-            sampler=_sampler(settings),
+            sampler=self.sampler,
+            id_generator=self._ids,
+            active_span_processor=self._processors,
         )
         if settings.otel_traces_exporter == "otlp":
             from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
@@ -71,22 +50,28 @@ class Tracing:
 
             self.provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
 
+    def tracer(self, scope: str) -> Tracer:
+        """A tracer of this provider, named after the module whose spans it makes."""
+        return self.provider.get_tracer(scope, __version__)
+
+    def recorder(self, scope: str) -> SpanRecorder:
+        """Where spans recorded whole at their end go, named after the module that makes them."""
+        return SpanRecorder(
+            self._processors, self.provider.resource, InstrumentationScope(scope, __version__),
+            self._ids,
+        )  # fmt: skip
+
     def middleware(self, untraced: Iterable[str]) -> list[Middleware]:
         """Outermost: the request span covers the whole stack; `untraced` paths get no span."""
         return [
             Middleware(
-                OpenTelemetryMiddleware,
-                tracer_provider=self.provider,
-                exclude_spans=["receive", "send"],
-                excluded_urls=",".join(sorted(untraced)),
-            ),
-            Middleware(TraceIdLogMiddleware),
+                RequestSpans,
+                tracer=self.tracer(RequestSpans.__module__),
+                sampler=self.sampler,
+                ids=self._ids,
+                untraced=untraced,
+            )
         ]
 
-    def start(self) -> None:
-        # asyncpg is patched process-wide; stop() undoes it.
-        AsyncPGInstrumentor().instrument(tracer_provider=self.provider)  # type: ignore[no-untyped-call]
-
     def stop(self) -> None:
-        AsyncPGInstrumentor().uninstrument()  # type: ignore[no-untyped-call]
         self.provider.shutdown()  # flushes the spans still queued for export

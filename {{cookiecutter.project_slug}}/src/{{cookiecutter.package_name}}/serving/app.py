@@ -10,7 +10,7 @@ import structlog
 from fastapi import FastAPI
 
 from .. import __version__
-from ..db import Database
+from ..db import Database, NoResetConnection
 {%- if cookiecutter.auth == "jwt" %}
 from ..kit.auth import verifying_tokens
 {%- endif %}
@@ -58,6 +58,15 @@ def _tracing(settings: Settings) -> "Tracing | None":
     return Tracing(settings)
 
 
+def _connection_class(tracing: "Tracing | None") -> type[NoResetConnection]:
+    if tracing is None:
+        return NoResetConnection
+    # Only here, as OpenTelemetry: a span per statement under a recording span.
+    from ..query_spans import traced
+
+    return traced(NoResetConnection, tracing.recorder(traced.__module__))
+
+
 def create_app(
     settings: Settings | None = None,
     *,
@@ -75,10 +84,11 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[State]:
-        if tracing is not None:
-            tracing.start()
         database = await Database.connect(
-            settings, APPLICATION_NAME, on_acquire_wait=metrics.acquire_wait.observe
+            settings,
+            APPLICATION_NAME,
+            on_acquire_wait=metrics.acquire_wait.observe,
+            connection_class=_connection_class(tracing),
         )
         metrics.watch_pool(database.pool)
         logger.info("pool_opened", min_size=settings.pool_min_size, max_size=settings.pool_max_size)

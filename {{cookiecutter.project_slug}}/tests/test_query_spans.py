@@ -1,0 +1,139 @@
+"""query_spans.py: a statement run under a recording span gets the span OpenTelemetry's asyncpg
+instrumentation makes for it (run on the same statements as the reference), and one run under
+a dropped request, or under no recording span, gets none."""
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import asyncpg
+import pytest
+from opentelemetry.instrumentation.asyncpg import AsyncPGInstrumentor
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from {{ cookiecutter.package_name }}.db import NoResetConnection
+from {{ cookiecutter.package_name }}.observability.request_spans import UNRECORDED
+from {{ cookiecutter.package_name }}.observability.tracing import Tracing
+from {{ cookiecutter.package_name }}.query_spans import traced
+from {{ cookiecutter.package_name }}.settings import Settings
+
+Statements = Callable[[asyncpg.Connection], Awaitable[None]]
+
+
+async def _statements(connection: asyncpg.Connection) -> None:
+    """Each method the instrumentation wraps, a transaction, a leading comment, a failure."""
+    await connection.fetchrow("SELECT $1::int AS one, $2::text AS two", 1, "two")
+    await connection.fetchval("SELECT 42")
+    await connection.fetch("SELECT generate_series(1, $1)", 3)
+    await connection.execute("CREATE TEMPORARY TABLE IF NOT EXISTS spans_t (n int)")
+    await connection.execute("INSERT INTO spans_t VALUES ($1)", 5)
+    await connection.executemany("INSERT INTO spans_t VALUES ($1)", [(1,), (2,)])
+    async with connection.transaction():
+        await connection.execute("DELETE FROM spans_t")
+    await connection.fetchval("/* tagged */ SELECT 1")
+    with pytest.raises(asyncpg.DivisionByZeroError):
+        await connection.fetchval("SELECT 1 / $1", 0)
+
+
+def _described(span: ReadableSpan) -> tuple[Any, ...]:
+    """What a span says, without its times and ids (and the exception's stack trace, which names
+    the frames of the code that recorded it)."""
+    events = [
+        (
+            event.name,
+            {k: v for k, v in (event.attributes or {}).items() if k != "exception.stacktrace"},
+        )
+        for event in span.events
+    ]
+    stacktraces = [
+        bool((event.attributes or {}).get("exception.stacktrace")) for event in span.events
+    ]
+    return (
+        span.name,
+        span.kind,
+        dict(span.attributes or {}),
+        span.status.status_code,
+        span.status.description,
+        events,
+        stacktraces,
+    )
+
+
+async def _spans_of(
+    provider: TracerProvider,
+    exporter: InMemorySpanExporter,
+    url: str,
+    connection_class: type[asyncpg.Connection],
+    statements: Statements,
+) -> list[tuple[Any, ...]]:
+    connection = await asyncpg.connect(url, connection_class=connection_class)
+    try:
+        with provider.get_tracer(__name__).start_as_current_span("request") as request:
+            await statements(connection)
+    finally:
+        await connection.close()
+    spans = exporter.get_finished_spans()
+    context = request.get_span_context()
+    children = [span for span in spans if span.name != "request"]
+    for span in children:
+        assert span.parent is not None
+        assert span.parent.span_id == context.span_id  # a child of the current span
+        assert span.context is not None
+        assert span.context.trace_id == context.trace_id
+        assert span.context.trace_flags.sampled
+    return [_described(span) for span in children]
+
+
+@pytest.fixture
+def tracing() -> Tracing:
+    settings = Settings(
+        app_env="dev", tracing=True, otel_traces_exporter="none", otel_traces_sampler="always_on"
+    )
+    return Tracing(settings)
+
+
+@pytest.fixture
+def exported(tracing: Tracing) -> InMemorySpanExporter:
+    exporter = InMemorySpanExporter()
+    tracing.provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return exporter
+
+
+async def test_a_statements_span_is_the_one_opentelemetrys_instrumentation_makes(
+    database_url: str, tracing: Tracing, exported: InMemorySpanExporter
+) -> None:
+    # Ours first: the traced class reads asyncpg's methods when made, before any patching.
+    connection_class = traced(NoResetConnection, tracing.recorder(__name__))
+    ours = await _spans_of(tracing.provider, exported, database_url, connection_class, _statements)
+    instrumentor = AsyncPGInstrumentor()  # type: ignore[no-untyped-call]
+    provider, exporter = TracerProvider(), InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    instrumentor.instrument(tracer_provider=provider)
+    try:
+        theirs = await _spans_of(provider, exporter, database_url, NoResetConnection, _statements)
+    finally:
+        instrumentor.uninstrument()
+    assert len(ours) == 11  # one a statement, BEGIN and COMMIT included
+    assert ours == theirs
+    assert ours[-1][3].name == "ERROR"  # the failure was put to the test
+
+
+async def test_a_statement_under_no_recording_span_or_in_a_dropped_request_gets_none(
+    database_url: str, tracing: Tracing, exported: InMemorySpanExporter
+) -> None:
+    connection_class = traced(NoResetConnection, tracing.recorder(__name__))
+    connection = await asyncpg.connect(database_url, connection_class=connection_class)
+    try:
+        assert await connection.fetchval("SELECT 1") == 1
+        token = UNRECORDED.set(True)
+        try:
+            with tracing.tracer(__name__).start_as_current_span("kept, yet inside a dropped one"):
+                assert await connection.fetchval("SELECT 2") == 2
+        finally:
+            UNRECORDED.reset(token)
+    finally:
+        await connection.close()
+    assert [span.name for span in exported.get_finished_spans()] == [
+        "kept, yet inside a dropped one"
+    ]
