@@ -6,7 +6,7 @@ request span is the service's own ASGI layer (request_spans.py) and the database
 connection class (query_spans.py), on OpenTelemetry's API and SDK: a request the sampler drops
 pays for the decision and the context it propagates, not for spans (+660 thousand instructions a
 request at 10 % with OpenTelemetry's ASGI middleware and asyncpg instrumentation, `make
-bench-instructions`; the figure for this design is in docs/performance.md). The probes and
+bench-instructions`; the template's performance page gives this design's). The probes and
 /metrics are not traced (the paths come from the middleware stack): the probes and the scraper
 would fill the traces. The exporter takes its address and headers from the standard variables
 (OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_HEADERS, ...), the propagators from
