@@ -3,6 +3,7 @@ without `make pip-lock` after it (a Dependabot PR, say) fails here."""
 
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,8 +22,8 @@ def test_requirements_lock_pins_exactly_what_uv_lock_pins(tmp_path: Path) -> Non
     if not (PROJECT_ROOT / "uv.lock").is_file():
         assert not PIP_LOCK.exists(), "requirements.lock.txt without uv.lock: `make lock`"
         pytest.skip("no uv.lock: the project is not locked (`make lock` locks it)")
-    if shutil.which("uv") is None:
-        pytest.skip("uv is not on PATH: uv.lock cannot be exported to compare")
+    if not (Path(sys.executable).parent / "uv").is_file() and shutil.which("uv") is None:
+        pytest.skip("uv is neither in the venv nor on PATH: uv.lock cannot be exported to compare")
     assert PIP_LOCK.is_file(), "uv.lock without requirements.lock.txt: run `make pip-lock`"
     exported = tmp_path / PIP_LOCK.name
     command = ["make", "--no-print-directory", "--silent", "pip-lock", f"PIP_LOCK={exported}"]
