@@ -290,6 +290,27 @@ def _check_default(field: Field) -> None:
             raise SpecError(f"{name}: default {value!r} must be printable, without quotes")
 
 
+# The fewest values a unique field may hold: the tests write thousands of rows, and the load test
+# seeds 100,000 (loadtest/budget.toml) and creates more, each with a value of its own.
+UNIQUE_ROOM = 1_000_000
+
+
+def _check_room(name: str, type_: str, options: dict[str, object]) -> None:
+    """A unique field with too few values for the rows the tests and the load test write."""
+    if type_ in ("str", "text") and options["max_length"] == 1:
+        raise SpecError(f"{name}: a one-character {type_} has too few values to be unique")
+    if type_ in _INTEGER_TYPES:
+        low, high = _INTEGER_TYPES[type_][2]
+        ge = low if options["ge"] is None else options["ge"]
+        le = high if options["le"] is None else options["le"]
+        count = int(le) - int(ge) + 1  # type: ignore[call-overload]
+        if count < UNIQUE_ROOM:
+            raise SpecError(
+                f"{name}: a unique {type_} needs bounds {UNIQUE_ROOM:,} values wide at least; "
+                f"these hold {count:,}"
+            )
+
+
 def parse_field(text: str) -> Field:
     match = _FIELD.fullmatch(text)
     name = text.partition(":")[0] or text
@@ -337,6 +358,8 @@ def parse_field(text: str) -> Field:
         options["choices"] = choices
     elif args is not None:
         raise SpecError(f"{name}: {type_} takes no arguments")
+    if unique:
+        _check_room(name, type_, options)
     field = Field(
         name=name,
         type=type_,

@@ -43,15 +43,29 @@ def _marker(resource: Resource, name: str) -> FieldType:
     return marker
 
 
+# CJK ideographs, U+4E00 to U+9FFF: one character each, so that a short string tells 20,992^N
+# values apart where N decimal digits tell 10^N.
+_DENSE_FIRST, _DENSE = 0x4E00, 20_992
+
+
+def _text_for(name: str, n: int, longest: int) -> str:
+    """`<name> <n>`, its last `longest` characters; with room for fewer than five digits, `n`
+    written densely instead, so that the values still differ over the rows of a suite."""
+    if longest >= 5:
+        return f"{name} {n}"[-longest:]
+    digits = [chr(_DENSE_FIRST + n // _DENSE**place % _DENSE) for place in range(longest)]
+    return "".join(reversed(digits))
+
+
 def value_for(resource: Resource, name: str, n: int) -> Any:
     """A valid JSON value for field `name`, different for each `n` where the type allows."""
     marker = _marker(resource, name)
     kind = marker.kind
     if kind == "str":
-        text = f"{name} {n}"
-        return text[-marker.max_length :].ljust(marker.min_length, "x")  # type: ignore[attr-defined]
+        text = _text_for(name, n, marker.max_length)  # type: ignore[attr-defined]
+        return text.ljust(marker.min_length, "x")  # type: ignore[attr-defined]
     if kind == "text":
-        return f"{name} {n}"[-marker.max_length :]  # type: ignore[attr-defined]
+        return _text_for(name, n, marker.max_length)  # type: ignore[attr-defined]
     if kind in ("int", "bigint", "money"):
         ge, le = marker.ge, marker.le  # type: ignore[attr-defined]
         return ge + n % (le - ge + 1)
