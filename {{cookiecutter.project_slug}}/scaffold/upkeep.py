@@ -98,9 +98,11 @@ def template_update(root: Path) -> int:
     if _output(root, "git", "status", "--porcelain").strip():
         print("Commit or stash your changes first: cruft applies the update to a clean tree.")
         return 2
-    updated = _run(
-        root, *_cruft(), "update", "--skip-apply-ask", env={**os.environ, UPDATE_ENV: "1"}
-    )
+    # cruft's two renders run the bake's hook, which lays the code out with the ruff it finds on
+    # PATH: the venv's, as `make lint` does, so that the renders differ only by the update.
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    env = {**os.environ, UPDATE_ENV: "1", "PATH": path}
+    updated = _run(root, *_cruft(), "update", "--skip-apply-ask", env=env)
     if updated != 0:
         return updated
     left = conflicts(root)
