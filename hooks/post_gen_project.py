@@ -108,17 +108,21 @@ def link_to_template() -> str:
     return f".cruft.json records {url} at {commit[:12]}"
 
 
+# Left for `make install` (its finish-bake step) when there is no ruff here to lay the code out.
+LAYOUT_PENDING = ".layout-pending"
+
+
 def format_sources() -> None:
-    """Names chosen at bake time change line lengths: let ruff lay the code out once, here."""
+    """Names chosen at bake time change line lengths: let ruff lay the code out once, here, or
+    where there is no ruff (cookiecutter alone in its venv), at `make install`."""
     ruff = shutil.which("ruff")
-    if ruff is None and os.environ.get(UPDATE_ENV):
-        return  # a render of `make template-update`, which runs the project's own ruff on PATH
     if ruff is None:
-        # The template is laid out as ruff lays out the default names (a template test checks
-        # it); other names can shift line lengths, which `make fmt` settles.
-        print(
-            "ruff not found: sources left in the template's layout; `make fmt` after `make install`"
-        )
+        if not os.environ.get(UPDATE_ENV):  # an update's renders have the project's ruff on PATH
+            Path(LAYOUT_PENDING).write_text(
+                "The bake had no ruff to lay its code out: `make install` does (make fmt), then "
+                "removes this file.\n"
+            )
+            print("ruff not found here: `make install` lays the code out with it")
         return
     subprocess.run([ruff, "check", "--fix-only", "--quiet", "--no-cache", "."], check=False)
     subprocess.run([ruff, "format", "--quiet", "--no-cache", "."], check=False)
