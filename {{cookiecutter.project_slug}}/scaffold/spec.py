@@ -28,6 +28,7 @@ Standard library only: the bake's pre-generation hook runs this before any packa
 import keyword
 import re
 from dataclasses import dataclass
+from datetime import date
 
 INT32 = (-(2**31), 2**31 - 1)
 INT64 = (-(2**63), 2**63 - 1)
@@ -47,6 +48,19 @@ RESERVED = {
     "cursor",
     "body",
     "fields",
+    # pydantic's BaseModel has these (deprecated) methods: a field would shadow one.
+    "construct",
+    "copy",
+    "dict",
+    "from_orm",
+    "json",
+    "parse_file",
+    "parse_obj",
+    "parse_raw",
+    "schema",
+    "schema_json",
+    "update_forward_refs",
+    "validate",
 }
 # Words PostgreSQL reserves (SQL key words that cannot name a column unquoted).
 _SQL_RESERVED_WORDS = """all analyse analyze and any array as asc asymmetric authorization binary both case cast
@@ -261,6 +275,14 @@ def _bounds(field: str, type_: str, args: str) -> tuple[int | None, int | None]:
     return ge, le
 
 
+def _is_day(text: str) -> bool:
+    try:
+        date.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _check_default(field: Field) -> None:
     value, name = field.default, field.name
     if value is None:
@@ -281,8 +303,8 @@ def _check_default(field: Field) -> None:
             raise SpecError(f"{name}: default {value} is outside its bounds")
     if field.type == "enum" and value not in field.choices:
         raise SpecError(f"{name}: default {value!r} is not one of {'|'.join(field.choices)}")
-    if field.type == "date" and _DATE.fullmatch(value) is None:
-        raise SpecError(f"{name}: default {value!r} is not YYYY-MM-DD")
+    if field.type == "date" and (_DATE.fullmatch(value) is None or not _is_day(value)):
+        raise SpecError(f"{name}: default {value!r} is not a day, YYYY-MM-DD")
     if field.type in ("str", "text"):
         if field.max_length is not None and len(value) > field.max_length:
             raise SpecError(f"{name}: default {value!r} is longer than {field.max_length}")
