@@ -53,7 +53,7 @@ def test_ci_workflow_lints_tests_audits_lints_the_chart_builds_the_image_and_smo
     assert "make audit" in steps["audit"]
     assert "make helm-lint" in steps["helm"]
     assert "make loadtest" in steps["loadtest-smoke"]
-    assert "cruft check" in steps["template"]
+    assert "make template-check" in steps["template"]
     assert "${{ github.ref }}" in workflow["concurrency"]["group"]
     # Every install is from the lock exactly: a uv.lock that pyproject.toml outgrew fails the run;
     # only the jobs that test pyproject.toml's bounds install without it.

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from .baking import VENV_BIN, bake, git, git_copy_of_template, run
+from .baking import VENV_BIN, bake, copy_of_template, git, git_copy_of_template, run
 
 
 @pytest.fixture(scope="module")
@@ -154,6 +154,8 @@ def test_ci_says_when_the_template_has_moved_and_stays_quiet_otherwise(tmp_path:
     assert moved.returncode == 0, moved.stdout + moved.stderr
     assert "::warning title=Template moved::" in moved.stdout
 
-    plain = bake(tmp_path / "plain")
+    # A bake from a folder that is not a git checkout records no template to compare with.
+    plain = bake(tmp_path / "plain", template=copy_of_template(tmp_path / "unversioned"))
+    assert not (plain / ".cruft.json").exists()
     assert "nothing to compare" in run(plain, *step).stdout
     assert shlex.split(_cruft_step(plain))  # a shell script, the same in every bake

@@ -1,0 +1,74 @@
+"""The generator tested the way users use it: random option sets the hook accepts (tests/specs.py),
+each baked the README's way, finished as `make install` finishes it, then the bake's own
+`make lint` and its suite on PostgreSQL. A failure shrinks to the smallest option set that fails
+(SPECS_SHRINK=1, as `make test-matrix` runs it); each one found stays in FOUND, a named case run
+every time (its failing tests; `make test-matrix` runs its whole suite).
+
+`make test` runs SPECS_EXAMPLES (2) examples from a seed that changes from run to run, printed at
+the end of the run: SPECS_SEED=<n> replays it. `make test-matrix` runs SPECS_SHARDS shards of
+SPECS_EXAMPLES each, from SPECS_SEED + shard.
+"""
+
+import os
+import secrets
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, seed, settings
+
+from .readme_way import bake_readme_way, finish, lint_and_test
+from .specs import OptionSet, option_sets
+
+EXAMPLES = int(os.environ.get("SPECS_EXAMPLES", "2"))
+SHARDS = int(os.environ.get("SPECS_SHARDS", "1"))
+SEED = int(os.environ.get("SPECS_SEED") or secrets.randbelow(2**32))
+SHRINK = os.environ.get("SPECS_SHRINK") == "1"
+# FOUND's whole suites, not only the tests that failed (make test-matrix).
+FOUND_IN_FULL = os.environ.get("SPECS_FOUND_IN_FULL") == "1"
+
+# Every option set the property test found failing, shrunk, with the tests it failed; each fixed.
+FOUND: dict[str, tuple[OptionSet, tuple[str, ...]]] = {}
+
+
+def bakes_lints_and_passes(
+    options: OptionSet, cookiecutter: Path, folder: Path, url: str, *tests: str
+) -> None:
+    project = bake_readme_way(cookiecutter, folder, **options.context())
+    finish(project)
+    lint_and_test(project, url, *tests)
+
+
+@pytest.mark.parametrize("shard", range(SHARDS))
+def test_random_option_sets_bake_the_readmes_way_lint_and_pass_their_suite(
+    shard: int,
+    readme_cookiecutter: Path,
+    postgres_url: str,
+    tmp_path_factory: pytest.TempPathFactory,
+    record_property: Callable[[str, object], None],
+) -> None:
+    record_property("SPECS_SEED", SEED + shard)
+
+    @seed(SEED + shard)
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        database=None,
+        phases=[Phase.generate, *([Phase.shrink] if SHRINK else [])],
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+    )
+    @given(option_sets())
+    def bakes_green(options: OptionSet) -> None:
+        folder = tmp_path_factory.mktemp("spec")
+        bakes_lints_and_passes(options, readme_cookiecutter, folder, postgres_url)
+
+    bakes_green()
+
+
+@pytest.mark.parametrize("name", list(FOUND))
+def test_an_option_set_found_failing_bakes_lints_and_passes(
+    name: str, readme_cookiecutter: Path, postgres_url: str, tmp_path: Path
+) -> None:
+    options, failed = FOUND[name]
+    tests = () if FOUND_IN_FULL else failed
+    bakes_lints_and_passes(options, readme_cookiecutter, tmp_path, postgres_url, *tests)
