@@ -135,6 +135,13 @@ def test_make_install_newest_takes_a_venv_with_a_current_pip_where_uv_is_missing
     ]
 
 
+def test_make_install_pip_makes_a_new_venv_with_a_current_pip_and_keeps_one_that_exists(
+    default_project: Path,
+) -> None:
+    planned = _make_dry_run(default_project, "install-pip")
+    assert planned[0] == "test -x /venv/bin/pip || python3 -m venv --upgrade-deps /venv"
+
+
 def test_opentelemetry_is_pinned_to_one_release_of_the_family_and_updated_as_one(
     default_project: Path,
 ) -> None:
