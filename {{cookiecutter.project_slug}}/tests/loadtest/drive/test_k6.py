@@ -123,7 +123,9 @@ def test_k6_sends_the_headers_on_every_request_and_writes_none_of_them(
     settings = config(
         budget, url=url, ids={FIRST: [1, 2]}, names=names, seconds=0.5, rate_scale=0.02
     )
-    assert k6.run(settings, tmp_path, {"X-API-Key": SECRET}) == 0
+    # The latency thresholds are the budget's; on a busy machine the recorder can miss them
+    # (k6 then exits THRESHOLD_FAILED): what is judged here is what was sent.
+    assert k6.run(settings, tmp_path, {"X-API-Key": SECRET}) in (0, k6.THRESHOLD_FAILED)
     assert {method for method, _ in seen} == {"GET", "POST"}
     for method, headers in seen:
         assert headers.get("x-api-key") == SECRET, (method, headers)
