@@ -3,6 +3,7 @@ sets): every combination of `auth` and `jobs`, each with names or fields of its 
 the specs users reported; baked, finished as `make install` finishes a bake, and, for some, taken
 on as a user goes on (`make resource`, `make resource-remove`)."""
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -79,7 +80,15 @@ def bake_option_set(name: str, cookiecutter: Path, folder: Path) -> Baked:
     finishes it; with the resources it ends with in its context."""
     context: dict[str, Any] = dict(OPTION_SETS[name])
     project = bake_readme_way(cookiecutter, folder, **context)
-    finish(project)
+    wanted = tuple(int(part) for part in context.get("python_version", "3.11").split("."))
+    if sys.version_info >= wanted:
+        finish(project)
+    else:
+        # A bake for a newer Python than this one: its layout only (the lock and openapi.json
+        # need that Python, which its `make install PYTHON=...` takes).
+        laid_out = make(project, "fmt")
+        assert laid_out.returncode == 0, laid_out.stdout[-3000:] + laid_out.stderr[-3000:]
+        (project / ".layout-pending").unlink()
     if name in THEN_RESOURCES:
         first = context["resource_plural"]
         for step in (*AFTER_BAKE, ("resource-remove", f"PLURAL={first}")):
