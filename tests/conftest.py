@@ -1,6 +1,7 @@
 """Session fixtures of the template's tests: the default bake, one real PostgreSQL server shared
 by the baked suites, and for the fault tests a PostgreSQL of their own that they may stop."""
 
+import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
@@ -19,6 +20,13 @@ from .serving import Served, migrated_database, start_service
 def pytest_configure(config: pytest.Config) -> None:
     # @pytest.mark.needs("wrk"): skips without the tool, and fails a test that runs one undeclared.
     config.pluginmanager.register(NeedsPlugin(), "needs")
+    # The bakes' `make lint` share one mypy cache per process: their kit/, serving/ and tests are
+    # alike, so a bake after the first is checked in seconds, not 25 (mypy checks again what
+    # differs, by hash); one per process, as two mypy runs must not write one cache at once.
+    # (xdist's workers inherit the controller's environment: each makes its own.)
+    cache = tempfile.mkdtemp(prefix="template-tests-mypy-")
+    os.environ["MYPY_CACHE_DIR"] = cache
+    config.add_cleanup(lambda: shutil.rmtree(cache, ignore_errors=True))
 
 
 # The seeds of the tests that draw random examples (record_property("SPECS_SEED", ...)), printed
