@@ -76,7 +76,8 @@ def value_for(resource: Resource, name: str, n: int) -> Any:
     if kind == "bool":
         return n % 2 == 0
     if kind == "date":
-        return (date(2000, 1, 1) + timedelta(days=n % 3_000_000)).isoformat()
+        # Days from 2000-01-01 to at most 9999-12-31 (2,921,939 of them).
+        return (date(2000, 1, 1) + timedelta(days=n % 2_900_000)).isoformat()
     if kind == "timestamp":
         instant = datetime(2000, 1, 1, tzinfo=UTC) + timedelta(seconds=n)
         return instant.isoformat().replace("+00:00", "Z")
