@@ -135,6 +135,7 @@ def test_a_bake_made_the_readmes_way_is_complete_after_make_install_and_every_ta
     assert _user(project, "git", "add", "-A").returncode == 0
     committed = _user(project, *GIT, "commit", "-qm", "Baked")
     assert committed.returncode == 0, committed.stderr
+    # `make test` here is also the default option set's suite (tests/test_generated_suites.py).
     for target in ("lint", "test", "lock"):
         done = _user(project, "make", target, DATABASE_URL=postgres_url)
         assert done.returncode == 0, f"make {target}:\n{done.stdout[-4000:]}{done.stderr[-3000:]}"

@@ -273,6 +273,7 @@ def test_the_guides_update_brings_the_machinery_leaves_every_resource_alone_and_
         moved = run(project, *make, "template-check")
         assert moved.returncode != 0, moved.stdout + moved.stderr
         assert "out of date" in moved.stdout, moved.stdout + moved.stderr
+        # Its `make test` is also the api_key x jobs option set's suite (test_generated_suites.py).
         updated = run(project, *make, "template-update", DATABASE_URL=postgres_url)
         assert updated.returncode == 0, updated.stdout[-5000:] + updated.stderr[-3000:]
         staged = run(project, "git", "diff", "--cached", "--name-only").stdout.split()
