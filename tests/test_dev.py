@@ -8,6 +8,7 @@ import re
 import signal
 import socket
 import subprocess
+import sys
 from pathlib import Path
 
 import httpx
@@ -80,6 +81,10 @@ def test_make_dev_of_an_api_key_jobs_bake_prints_a_key_that_opens_the_api_and_mo
             assert opened.status_code == 200, opened.text
         finally:
             _stop(process)
+    # Never in production: outside APP_ENV=dev the development credentials are refused.
+    refused = run(project, sys.executable, "-m", "devauth", "--", "true", APP_ENV="prod")
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "APP_ENV=dev only" in refused.stderr
 
 
 def test_make_dev_of_a_jwt_bake_verifies_the_tokens_make_dev_token_prints(
