@@ -35,12 +35,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
 INSTALL_SECONDS = 1800
 
 
-def _path_without(*tools: str) -> str:
-    """The README user's PATH (tests/readme_way.py), without `tools` too."""
-    folders = user_path().split(os.pathsep)
-    return os.pathsep.join(f for f in folders if not any(Path(f, tool).exists() for tool in tools))
-
-
 def _user(project: Path, *command: str, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         list(command), cwd=project, env=user_env(**env), capture_output=True, text=True,
@@ -140,7 +134,7 @@ def test_a_bake_made_the_readmes_way_is_complete_after_make_install_and_every_ta
         done = _user(project, "make", target, DATABASE_URL=postgres_url)
         assert done.returncode == 0, f"make {target}:\n{done.stdout[-4000:]}{done.stderr[-3000:]}"
     assert _user(project, "git", "status", "--porcelain").stdout == ""  # the lock was current
-    client = _user(project, "make", "client", PATH=_path_without("npm"))
+    client = _user(project, "make", "client")  # the TypeScript SDK too, where npm is
     assert client.returncode == 0, client.stdout[-3000:] + client.stderr[-3000:]
     assert (project / "clients" / "python" / "pyproject.toml").is_file()
     # Every package installed is one the lock pins, at its version: pip resolved nothing itself
