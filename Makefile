@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(CURDIR)/$(VENV)/bin
 export PATH := $(BIN):$(PATH)
 
-.PHONY: help install native-tools demo lint test profile-example bench bench-instructions bench-keyset bench-compare
+.PHONY: help install native-tools demo lint test test-matrix profile-example bench bench-instructions bench-keyset bench-compare
 
 help: ## Show the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-13s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -56,3 +56,12 @@ test: lint native-tools ## Lint, then run the template's tests: bake variants, l
 	# file's bakes are made once); those marked `serial` (latency, rates, timeouts) run after, alone.
 	$(BIN)/pytest tests -n 2 --dist loadfile -m "not serial"
 	$(BIN)/pytest tests -m serial
+
+# The generator's property test at length: SPECS_SHARDS x SPECS_EXAMPLES random option sets (each
+# baked the README's way, finished, linted and tested; ~2 minutes each), failures shrunk to the
+# smallest; the found cases' whole suites and every named option set with them.
+SPECS_SHARDS ?= 4
+SPECS_EXAMPLES ?= 10
+test-matrix: lint ## The generator on many random field specs and options (SPECS_SHARDS x SPECS_EXAMPLES; SPECS_SEED replays a run), failures shrunk
+	SPECS_SHARDS=$(SPECS_SHARDS) SPECS_EXAMPLES=$(SPECS_EXAMPLES) SPECS_SHRINK=1 SPECS_FOUND_IN_FULL=1 \
+	  $(BIN)/pytest tests/test_generated_specs.py tests/test_generation.py -n 2 --dist load

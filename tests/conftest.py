@@ -1,6 +1,7 @@
 """Session fixtures of the template's tests: the default bake, one real PostgreSQL server shared
 by the baked suites, and for the fault tests a PostgreSQL of their own that they may stop."""
 
+import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
@@ -12,12 +13,38 @@ from .baking import bake, load_dev_module
 from .faults import Postgres
 from .figures import Figures
 from .needs import NeedsPlugin
+from .readme_way import install_cookiecutter
 from .serving import Served, migrated_database, start_service
 
 
 def pytest_configure(config: pytest.Config) -> None:
     # @pytest.mark.needs("wrk"): skips without the tool, and fails a test that runs one undeclared.
     config.pluginmanager.register(NeedsPlugin(), "needs")
+    # The bakes' `make lint` share one mypy cache per process: their kit/, serving/ and tests are
+    # alike, so a bake after the first is checked in seconds, not 25 (mypy checks again what
+    # differs, by hash); one per process, as two mypy runs must not write one cache at once.
+    # (xdist's workers inherit the controller's environment: each makes its own.)
+    cache = tempfile.mkdtemp(prefix="template-tests-mypy-")
+    os.environ["MYPY_CACHE_DIR"] = cache
+    config.add_cleanup(lambda: shutil.rmtree(cache, ignore_errors=True))
+
+
+# The seeds of the tests that draw random examples (record_property("SPECS_SEED", ...)), printed
+# at the end of the run, passed or not, so that any run can be replayed; with -n 2 the reports,
+# their properties with them, reach this process from the workers.
+_seeds: list[str] = []
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when == "call":
+        for name, value in report.user_properties:
+            if name.endswith("_SEED"):
+                _seeds.append(f"{report.nodeid}: {name}={value} ({report.outcome})")
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    for line in _seeds:
+        terminalreporter.write_line(line)
 
 
 @pytest.fixture(scope="session")
@@ -40,6 +67,12 @@ def postgres_url(default_project: Path) -> Iterator[str]:
             yield server.url
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def readme_cookiecutter(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """cookiecutter alone in a venv of its own, installed by pip, as the README's first line."""
+    return install_cookiecutter(tmp_path_factory.mktemp("readme-cookiecutter"))
 
 
 @pytest.fixture(scope="session")

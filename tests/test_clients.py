@@ -55,7 +55,10 @@ def _venv_over_the_template(folder: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    project = bake(tmp_path_factory.mktemp("clients"))
+    # auth=jwt: the document declares the bearer scheme, so the client's calls take an
+    # authenticated client, which the walks build from their credentials (an auth=none bake's
+    # walks use the plain client, without any).
+    project = bake(tmp_path_factory.mktemp("clients"), auth="jwt")
     git(project, "init", "-q", "-b", "main")
     return project
 

@@ -3,6 +3,8 @@ hooks, the locked install and the audit."""
 
 import json
 import os
+import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -53,7 +55,7 @@ def test_ci_workflow_lints_tests_audits_lints_the_chart_builds_the_image_and_smo
     assert "make audit" in steps["audit"]
     assert "make helm-lint" in steps["helm"]
     assert "make loadtest" in steps["loadtest-smoke"]
-    assert "cruft check" in steps["template"]
+    assert "make template-check" in steps["template"]
     assert "${{ github.ref }}" in workflow["concurrency"]["group"]
     # Every install is from the lock exactly: a uv.lock that pyproject.toml outgrew fails the run;
     # only the jobs that test pyproject.toml's bounds install without it.
@@ -66,6 +68,24 @@ def test_ci_workflow_lints_tests_audits_lints_the_chart_builds_the_image_and_smo
     ]
     assert installs
     assert set(installs) == {"make install UV_SYNC_FLAGS=--locked"}
+
+
+def test_the_load_test_smoke_job_gives_arguments_the_load_test_takes(default_project: Path) -> None:
+    """Its `make loadtest LOADTEST_ARGS="..."` ends in `|| echo` (a budget is not judged on a shared
+    runner), so arguments the load test refuses would pass unseen: its parser reads them here."""
+    (script,) = [
+        step["run"]
+        for step in _workflow(default_project)["jobs"]["loadtest-smoke"]["steps"]
+        if "make loadtest" in step.get("run", "")
+    ]
+    (arguments,) = re.findall(r'LOADTEST_ARGS="([^"]*)"', script.replace("\\\n", " "))
+    planned = run(default_project, "make", "-n", "--no-print-directory", "loadtest",
+                  f"LOADTEST_ARGS={arguments}")  # fmt: skip
+    assert planned.returncode == 0, planned.stderr
+    command = shlex.split(planned.stdout.split("sh -c ", 1)[1])[0].split(" && ", 1)[1]
+    parse = "import sys; from loadtest.__main__ import _parser; _parser().parse_args(sys.argv[1:])"
+    parsed = run(default_project, sys.executable, "-c", parse, *shlex.split(command)[3:])
+    assert parsed.returncode == 0, parsed.stderr
 
 
 def test_ci_tests_the_oldest_versions_allowed_on_every_change_and_the_newest_releases_weekly(
@@ -133,6 +153,13 @@ def test_make_install_newest_takes_a_venv_with_a_current_pip_where_uv_is_missing
         "rm -rf /venv && python3 -m venv --upgrade-deps /venv",
         "/venv/bin/pip install -q -e '.[dev,loadtest,tracing]'",
     ]
+
+
+def test_make_install_pip_makes_a_new_venv_with_a_current_pip_and_keeps_one_that_exists(
+    default_project: Path,
+) -> None:
+    planned = _make_dry_run(default_project, "install-pip")
+    assert planned[0] == "test -x /venv/bin/pip || python3 -m venv --upgrade-deps /venv"
 
 
 def test_opentelemetry_is_pinned_to_one_release_of_the_family_and_updated_as_one(

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from .baking import VENV_BIN, bake, git, git_copy_of_template, run
+from .baking import VENV_BIN, bake, copy_of_template, git, git_copy_of_template, run
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +90,7 @@ def test_pre_commit_hooks_are_make_lints_checks_and_fail_on_a_lint_error(tmp_pat
         .split(" && ")
     )
     assert [hooks[name]["entry"].replace(" --force-exclude", "") + suffix for name, suffix in
-            (("ruff-check", " ."), ("ruff-format", " ."), ("mypy", ""))] == lint  # fmt: skip
+            (("ruff-check", " ."), ("ruff-format", " ."), ("mypy", ""), ("lint-migrations", ""))] == lint  # fmt: skip
     # The project's .venv, as `make install` makes it: here the template's, with the same tools.
     (project / ".venv").mkdir()
     (project / ".venv" / "bin").symlink_to(VENV_BIN)
@@ -112,6 +112,7 @@ def test_pre_commit_hooks_are_make_lints_checks_and_fail_on_a_lint_error(tmp_pat
         "ruff format --check",
         "mypy --strict",
         "chart README up to date",
+        "squawk on the revisions' SQL",
     }
     app = next((project / "src").glob("*/serving/app.py"))
     app.write_text("import os\n" + app.read_text())  # an unused import
@@ -154,6 +155,8 @@ def test_ci_says_when_the_template_has_moved_and_stays_quiet_otherwise(tmp_path:
     assert moved.returncode == 0, moved.stdout + moved.stderr
     assert "::warning title=Template moved::" in moved.stdout
 
-    plain = bake(tmp_path / "plain")
+    # A bake from a folder that is not a git checkout records no template to compare with.
+    plain = bake(tmp_path / "plain", template=copy_of_template(tmp_path / "unversioned"))
+    assert not (plain / ".cruft.json").exists()
     assert "nothing to compare" in run(plain, *step).stdout
     assert shlex.split(_cruft_step(plain))  # a shell script, the same in every bake

@@ -3,6 +3,7 @@ is taken from the baked guide itself and put where the guide says, then the bake
 the result (issue 42: a guide that turns the suite red, or a recipe the drift test refuses)."""
 
 import asyncio
+import hashlib
 import re
 import sys
 import textwrap
@@ -169,3 +170,25 @@ def test_renaming_a_resource_as_the_guide_says_keeps_its_rows_and_passes_the_dri
     suite = run(project, *PYTEST, *parts, DATABASE_URL=postgres_url, timeout=1800)
     assert suite.returncode == 0, suite.stdout[-5000:] + suite.stderr[-2000:]
     assert "tests/test_drift.py" not in suite.stdout, suite.stdout[-3000:]
+
+
+def test_the_readmes_api_key_recipe_prints_a_digest_api_key_hashes_takes_for_its_key(
+    tmp_path: Path,
+) -> None:
+    """The README's two lines, pasted into a shell as they are: the second prints exactly what
+    the setting takes (sha256sum's `<hex>  -` would be refused), the digest of the first's key."""
+    project = bake(tmp_path, auth="api_key")
+    section = _section(project / "README.md", "Authentication")
+    (recipe, *_) = _blocks(section, "sh")
+    shell = run(project, "bash", "-e", "-c", recipe + '\nprintf %s "$KEY"')
+    assert shell.returncode == 0, shell.stderr
+    printed, key = shell.stdout.rsplit("\n", 1)
+    assert printed == hashlib.sha256(key.encode()).hexdigest()
+    # The service's own settings take it, outside dev, as its one key.
+    check = (
+        "from inventory_service.settings import Settings; "
+        "print(sorted(Settings(app_env='prod', database_url='postgresql://u@h/d').api_keys))"
+    )
+    taken = run(project, sys.executable, "-c", check, API_KEY_HASHES=printed)
+    assert taken.returncode == 0, taken.stderr
+    assert taken.stdout.strip() == repr([printed])

@@ -1,12 +1,15 @@
-"""The pip path of a bake (issue 32): on a machine with Python alone, no uv on PATH, the README's
-first commands (`make install && make dev`) install the service with pip and serve it, answering
+"""The pip path of a bake: on a machine with Python alone, no uv on PATH, the README's first
+commands (`make install && make dev`) install the service with pip and serve it, answering
 /readyz on the throwaway PostgreSQL of `make dev`.
 
-Two bakes take it: one made where uv is missing too (no lock: pip resolves pyproject.toml's ranges)
-into a venv made beforehand with the pip that `python3 -m venv` bundles (23.2.1 with Python 3.11.7,
-whose resolver gave up on the OpenTelemetry family's open ranges), and one locked at bake time
-(`make install` creates the venv, upgrading its pip, and installs requirements.lock.txt's pins).
-Each takes two to twelve minutes here (2 cores, shared), most of it pip unpacking and compiling.
+The bake is made the README's way (cookiecutter alone in its venv: no uv, no ruff, not the
+service's dependencies, so no lock, no openapi.json and the code in the template's layout), into
+a venv made beforehand with the pip that `python3 -m venv` bundles (23.2.1 with Python 3.11.7,
+whose resolver gave up on the OpenTelemetry family's open ranges). Its `make install` is the
+whole of what the bake lacks: the ranges installed, uv among them, which locks; the lock's pins
+installed, hash-checked; the code laid out; openapi.json written. Then every target a user runs
+works: `make dev`, `make lint`, `make test`, `make lock`, `make client`. It takes three to
+twelve minutes here (2 cores, shared), most of it pip unpacking and compiling.
 """
 
 import json
@@ -22,7 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from .baking import VENV_BIN, bake, load_dev_module
+from .baking import GIT, load_dev_module
+from .readme_way import bake_readme_way, user_env, user_path
 from .serving import wait_until_answering
 
 # pytest.ini's 1200 s per test can be short for pip installing 150 packages on a loaded machine.
@@ -31,27 +35,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]
 INSTALL_SECONDS = 1800
 
 
-def _path_without_uv() -> str:
-    """PATH without the template's venv (it has uv) and without any other folder holding uv."""
-    folders = os.environ["PATH"].split(os.pathsep)
-    kept = [f for f in folders if Path(f) != VENV_BIN and not Path(f, "uv").exists()]
-    path = os.pathsep.join(kept)
-    assert shutil.which("uv", path=path) is None
-    assert shutil.which("python3", path=path) is not None
-    return path
-
-
-def _user_env() -> dict[str, str]:
-    """A shell of a user who has Python and make, and neither uv nor the template's venv."""
-    env = {
-        key: value for key, value in os.environ.items() if key not in {"VIRTUAL_ENV", "PYTHONPATH"}
-    }
-    return {**env, "PATH": _path_without_uv()}
-
-
-def _user(project: Path, *command: str) -> subprocess.CompletedProcess[str]:
+def _user(project: Path, *command: str, **env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        list(command), cwd=project, env=_user_env(), capture_output=True, text=True,
+        list(command), cwd=project, env=user_env(**env), capture_output=True, text=True,
         timeout=INSTALL_SECONDS, check=False,
     )  # fmt: skip
 
@@ -69,11 +55,11 @@ def _readme_commands(project: Path) -> list[str]:
 
 
 def _bundled_pip() -> str:
-    python3 = shutil.which("python3", path=_path_without_uv())
+    python3 = shutil.which("python3", path=user_path())
     assert python3 is not None
     version = subprocess.run(
         [python3, "-c", "import ensurepip; print(ensurepip.version())"],
-        capture_output=True, text=True, check=True, env=_user_env(),
+        capture_output=True, text=True, check=True, env=user_env(),
     )  # fmt: skip
     return version.stdout.strip()
 
@@ -84,8 +70,9 @@ def _pip_version(project: Path) -> str:
     return shown.stdout.split()[1]
 
 
-def _install_and_serve(project: Path) -> None:
-    """The README's first commands, in its order: `make install`, then `make dev` answering."""
+def _install_and_serve(project: Path) -> str:
+    """The README's first commands, in its order: `make install`, then `make dev` answering;
+    what `make install` printed."""
     assert _readme_commands(project) == ["make install", "make dev"]
     installed = _user(project, "make", "install")
     # pip's warnings (an index folder missing, say) would push its error out of the message.
@@ -94,7 +81,7 @@ def _install_and_serve(project: Path) -> None:
     assert "uv sync" not in installed.stdout
     port = load_dev_module(project, "devdb").free_port()
     process = subprocess.Popen(
-        ["make", f"PORT={port}", "dev"], cwd=project, env=_user_env(),
+        ["make", f"PORT={port}", "dev"], cwd=project, env=user_env(),
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         start_new_session=True,  # Ctrl-C reaches make, devdb and uvicorn, as from a terminal
     )  # fmt: skip
@@ -106,6 +93,7 @@ def _install_and_serve(project: Path) -> None:
             os.killpg(process.pid, signal.SIGINT)
         output, _ = process.communicate(timeout=60)
     assert process.returncode is not None, output[-3000:]
+    return installed.stdout
 
 
 @pytest.fixture
@@ -117,38 +105,41 @@ def folder() -> Iterator[Path]:
     shutil.rmtree(path, ignore_errors=True)
 
 
-def test_a_bake_made_without_uv_installs_with_the_pip_python_bundles_and_serves(
-    folder: Path, monkeypatch: pytest.MonkeyPatch
+def test_a_bake_made_the_readmes_way_is_complete_after_make_install_and_every_target_works(
+    folder: Path, readme_cookiecutter: Path, postgres_url: str
 ) -> None:
-    monkeypatch.setenv("PATH", _path_without_uv())
-    project = bake(folder, lock_dependencies="yes")  # asked for, but no uv to lock with
-    monkeypatch.undo()
-    assert not (project / "uv.lock").exists()
-    assert not (project / "requirements.lock.txt").exists()
+    # lock_dependencies=yes asked for, but no uv to lock with at bake time.
+    project = bake_readme_way(readme_cookiecutter, folder, lock_dependencies="yes")
+    assert not {"uv.lock", "requirements.lock.txt", "openapi.json"} & set(os.listdir(project))
+    assert (project / ".layout-pending").is_file()
+    assert _user(project, "git", "init", "-q").returncode == 0
     # The venv as `python3 -m venv` makes it, its pip the one Python bundles: `make install`
     # keeps a venv that exists, so this pip resolves the ranges of pyproject.toml alone.
     made = _user(project, "python3", "-m", "venv", ".venv")
     assert made.returncode == 0, made.stderr
     bundled = _bundled_pip()
     assert _pip_version(project) == bundled
-    _install_and_serve(project)
+    installed = _install_and_serve(project)
     assert _pip_version(project) == bundled
-
-
-def test_a_locked_bake_installs_its_pins_with_pip_alone_and_serves(
-    folder: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Baked where uv is (the template's venv has it): uv.lock, and its pins for pip.
-    monkeypatch.setenv("PATH", f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}")
-    project = bake(folder, lock_dependencies="yes")
-    monkeypatch.undo()
+    # What the bake lacked, written by `make install` with the venv's own uv and said.
+    assert {"uv.lock", "requirements.lock.txt", "openapi.json"} <= set(os.listdir(project))
+    assert not (project / ".layout-pending").exists()
+    assert "Wrote uv.lock requirements.lock.txt openapi.json" in installed
+    # Committed as the line says; then every target of the README runs with no step between.
+    assert _user(project, "git", "add", "-A").returncode == 0
+    committed = _user(project, *GIT, "commit", "-qm", "Baked")
+    assert committed.returncode == 0, committed.stderr
+    # `make test` here is also the default option set's suite (tests/test_generated_suites.py).
+    for target in ("lint", "test", "lock"):
+        done = _user(project, "make", target, DATABASE_URL=postgres_url)
+        assert done.returncode == 0, f"make {target}:\n{done.stdout[-4000:]}{done.stderr[-3000:]}"
+    assert _user(project, "git", "status", "--porcelain").stdout == ""  # the lock was current
+    client = _user(project, "make", "client")  # the TypeScript SDK too, where npm is
+    assert client.returncode == 0, client.stdout[-3000:] + client.stderr[-3000:]
+    assert (project / "clients" / "python" / "pyproject.toml").is_file()
+    # Every package installed is one the lock pins, at its version: pip resolved nothing itself
+    # in the end (`make install` installed the pins of the lock it wrote).
     lock = project / "requirements.lock.txt"
-    assert (project / "uv.lock").is_file()
-    assert lock.is_file()
-    _install_and_serve(project)
-    # A new venv's pip is upgraded before it installs anything (--upgrade-deps).
-    assert _pip_version(project) != _bundled_pip()
-    # Every package installed is one the lock pins, at its version: pip resolved nothing itself.
     pinned = {
         (_name(name), version.split()[0])
         for line in lock.read_text().splitlines()
@@ -158,10 +149,10 @@ def test_a_locked_bake_installs_its_pins_with_pip_alone_and_serves(
     listed = _user(project, ".venv/bin/python", "-m", "pip", "list", "--format", "json")
     assert listed.returncode == 0, listed.stderr
     slug = tomllib.loads((project / "pyproject.toml").read_text())["project"]["name"]
-    installed = {
+    packages = {
         (_name(package["name"]), package["version"])
         for package in json.loads(listed.stdout)
         if _name(package["name"]) not in {"pip", "setuptools", _name(slug)}
     }
-    assert installed - pinned == set()
-    assert len(installed) > 50
+    assert packages - pinned == set()
+    assert len(packages) > 50

@@ -124,7 +124,7 @@ class ThrowawayPostgres:
         self.stop()
 
 
-def _run_until_done(command: list[str], env: dict[str, str]) -> int:
+def run_until_done(command: list[str], env: dict[str, str]) -> int:
     """Run `command` until it exits; a SIGTERM sent to us is passed on to it."""
     child = subprocess.Popen(command, env=env)
 
@@ -171,11 +171,11 @@ def main(argv: list[str] | None = None) -> int:
     settings = dict(item.partition("=")[::2] for item in args.set)
     command = [part for part in args.command if part != "--"] or ["true"]
     if os.environ.get("DATABASE_URL"):
-        return _run_until_done(command, dict(os.environ))
+        return run_until_done(command, dict(os.environ))
     running = _running_url(args.dir) if args.attach else None
     if running is not None:
         print(f"PostgreSQL already running at {running} (data in {args.dir})", file=sys.stderr)
-        return _run_until_done(command, {**os.environ, "DATABASE_URL": running})
+        return run_until_done(command, {**os.environ, "DATABASE_URL": running})
     args.dir.parent.mkdir(parents=True, exist_ok=True)
     server = ThrowawayPostgres(args.dir, settings=settings)
     try:
@@ -191,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     print(f"throwaway PostgreSQL at {url} (data in {args.dir})", file=sys.stderr)
     try:
-        return _run_until_done(command, {**os.environ, "DATABASE_URL": url})
+        return run_until_done(command, {**os.environ, "DATABASE_URL": url})
     finally:
         server.stop()
 

@@ -90,10 +90,14 @@ def settings(package: Path) -> Iterator[tuple[str, str, str, str]]:
     """(variable, default, allowed, description) of each field of Settings, in its order."""
     source = ast.parse((package / "settings.py").read_text())
     names = _constants(ast.parse((package / "settings_sources.py").read_text()), source)
-    (cls,) = [node for node in source.body if isinstance(node, ast.ClassDef)]
+    (cls,) = [
+        node for node in source.body if isinstance(node, ast.ClassDef) and node.name == "Settings"
+    ]
     for statement in cls.body:
         if not isinstance(statement, ast.AnnAssign) or not isinstance(statement.target, ast.Name):
             continue
+        if "ClassVar" in ast.unparse(statement.annotation):
+            continue  # a constant of the class, not a setting
         name, call = statement.target.id, statement.value
         if name == "model_config":
             continue

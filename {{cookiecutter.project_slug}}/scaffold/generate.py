@@ -30,6 +30,7 @@ FILES = {
 }
 RESOURCES_MODULE = "src/{package}/serving/resources.py"
 EVENTS_MODULE = "events.py"
+AUTH_MODULE = "auth.py"
 VERSIONS = Path("migrations/versions")
 README_END = "<!-- resources:end -->"
 # As this generator writes them ("0002") and as `alembic revision` does ('1a2b3c4d5e6f').
@@ -188,6 +189,8 @@ def add_resource(root: Path, singular: str, plural: str, spec: str) -> list[Path
     names = Names(singular, plural, tuple(parse(spec)))
     # jobs=postgres: each create enqueues its `created` event in its transaction (the jobs guide).
     jobs = (root / "src" / package / "kit" / EVENTS_MODULE).is_file()
+    # auth=api_key or jwt: the generated client's calls then take an authenticated client.
+    auth = (root / "src" / package / "kit" / AUTH_MODULE).is_file()
     templates = environment()
     kit_names = sorted(
         {"Declared", "Page", "Stored", "changes_of", "list_query"}.union(
@@ -199,7 +202,12 @@ def add_resource(root: Path, singular: str, plural: str, spec: str) -> list[Path
         path = root / target.format(package=package, plural=plural)
         path.parent.mkdir(parents=True, exist_ok=True)
         text = templates.get_template(template).render(
-            r=names, fields=names.fields, package=package, kit_names=kit_names, jobs=jobs
+            r=names,
+            fields=names.fields,
+            package=package,
+            kit_names=kit_names,
+            jobs=jobs,
+            auth=auth,
         )
         path.write_text(text)
         written.append(path)

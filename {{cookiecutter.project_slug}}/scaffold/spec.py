@@ -28,6 +28,7 @@ Standard library only: the bake's pre-generation hook runs this before any packa
 import keyword
 import re
 from dataclasses import dataclass
+from datetime import date
 
 INT32 = (-(2**31), 2**31 - 1)
 INT64 = (-(2**63), 2**63 - 1)
@@ -48,6 +49,19 @@ RESERVED = {
     "body",
     "fields",
     "retired_fields",
+    # pydantic's BaseModel has these (deprecated) methods: a field would shadow one.
+    "construct",
+    "copy",
+    "dict",
+    "from_orm",
+    "json",
+    "parse_file",
+    "parse_obj",
+    "parse_raw",
+    "schema",
+    "schema_json",
+    "update_forward_refs",
+    "validate",
 }
 # Words PostgreSQL reserves (SQL key words that cannot name a column unquoted).
 _SQL_RESERVED_WORDS = """all analyse analyze and any array as asc asymmetric authorization binary both case cast
@@ -262,6 +276,14 @@ def _bounds(field: str, type_: str, args: str) -> tuple[int | None, int | None]:
     return ge, le
 
 
+def _is_day(text: str) -> bool:
+    try:
+        date.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
+
+
 def _check_default(field: Field) -> None:
     value, name = field.default, field.name
     if value is None:
@@ -282,13 +304,34 @@ def _check_default(field: Field) -> None:
             raise SpecError(f"{name}: default {value} is outside its bounds")
     if field.type == "enum" and value not in field.choices:
         raise SpecError(f"{name}: default {value!r} is not one of {'|'.join(field.choices)}")
-    if field.type == "date" and _DATE.fullmatch(value) is None:
-        raise SpecError(f"{name}: default {value!r} is not YYYY-MM-DD")
+    if field.type == "date" and (_DATE.fullmatch(value) is None or not _is_day(value)):
+        raise SpecError(f"{name}: default {value!r} is not a day, YYYY-MM-DD")
     if field.type in ("str", "text"):
         if field.max_length is not None and len(value) > field.max_length:
             raise SpecError(f"{name}: default {value!r} is longer than {field.max_length}")
         if not value.isprintable() or '"' in value or "\\" in value:
             raise SpecError(f"{name}: default {value!r} must be printable, without quotes")
+
+
+# The fewest values a unique field may hold: the tests write thousands of rows, and the load test
+# seeds 100,000 (loadtest/budget.toml) and creates more, each with a value of its own.
+UNIQUE_ROOM = 1_000_000
+
+
+def _check_room(name: str, type_: str, options: dict[str, object]) -> None:
+    """A unique field with too few values for the rows the tests and the load test write."""
+    if type_ in ("str", "text") and options["max_length"] == 1:
+        raise SpecError(f"{name}: a one-character {type_} has too few values to be unique")
+    if type_ in _INTEGER_TYPES:
+        low, high = _INTEGER_TYPES[type_][2]
+        ge = low if options["ge"] is None else options["ge"]
+        le = high if options["le"] is None else options["le"]
+        count = int(le) - int(ge) + 1  # type: ignore[call-overload]
+        if count < UNIQUE_ROOM:
+            raise SpecError(
+                f"{name}: a unique {type_} needs bounds {UNIQUE_ROOM:,} values wide at least; "
+                f"these hold {count:,}"
+            )
 
 
 def parse_field(text: str) -> Field:
@@ -338,6 +381,8 @@ def parse_field(text: str) -> Field:
         options["choices"] = choices
     elif args is not None:
         raise SpecError(f"{name}: {type_} takes no arguments")
+    if unique:
+        _check_room(name, type_, options)
     field = Field(
         name=name,
         type=type_,

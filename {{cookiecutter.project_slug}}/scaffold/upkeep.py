@@ -19,9 +19,8 @@ import sys
 from pathlib import Path
 
 PYPROJECT = "pyproject.toml"
-# Written by the bake's hook: the template commit the project was baked (or last updated) from,
-# for `cruft link --checkout` when the project was baked without cruft.
-TEMPLATE_COMMIT = ".template-commit"
+# Written by the bake's hook (or `cruft create`): the template, its commit and the answers.
+CRUFT_RECORD = ".cruft.json"
 # Set for cruft's renders during `make template-update`: the hook then writes no uv.lock.
 UPDATE_ENV = "TEMPLATE_UPDATE"
 _SKIP = re.compile(r"^\[tool\.cruft\]\n(?:.*\n)*?skip = \[\n((?:    .*\n)*)\]", re.MULTILINE)
@@ -64,9 +63,17 @@ def _output(root: Path, *command: str) -> str:
     return done.stdout
 
 
+def _venv_tool(name: str) -> str | None:
+    """A tool of the venv this runs in (`make template-update` runs the venv's Python: uv is one of
+    its dev dependencies), else the one on PATH."""
+    beside = Path(sys.executable).parent / name  # not resolved: the venv's bin/, not the base's
+    return str(beside) if beside.is_file() else shutil.which(name)
+
+
 def _cruft() -> list[str]:
-    found = shutil.which("cruft")
-    return [found] if found else ["uvx", "--from", "cruft>=2.15,<3", "cruft"]
+    found = _venv_tool("cruft")
+    uvx = _venv_tool("uvx") or "uvx"
+    return [found] if found else [uvx, "--from", "cruft>=2.15,<3", "cruft"]
 
 
 def conflicts(root: Path) -> list[str]:
@@ -78,32 +85,39 @@ def conflicts(root: Path) -> list[str]:
 
 
 def template_update(root: Path) -> int:
-    """cruft update, then the lock, what is derived, lint and tests; says what changed."""
-    if not (root / ".cruft.json").is_file():
-        record = root / TEMPLATE_COMMIT
-        commit = record.read_text().strip() if record.is_file() else "<the commit you baked from>"
+    """cruft update, then the lock and what is derived, all staged; lint and tests; says what
+    changed."""
+    if not (root / CRUFT_RECORD).is_file():
         print(
-            "No .cruft.json: link the project to its template at the commit it was baked from, "
-            f"commit, then run this again:\n  cruft link <template> --checkout {commit}",
+            f"No {CRUFT_RECORD}: the project is not linked to its template (a bake from a folder "
+            "that is not a git checkout). Link it at the commit it was baked from, commit, then "
+            "run this again:\n  cruft link <template> --checkout <commit>  (docs/upgrading.md)",
             file=sys.stderr,
         )
         return 2
     if _output(root, "git", "status", "--porcelain").strip():
         print("Commit or stash your changes first: cruft applies the update to a clean tree.")
         return 2
-    updated = _run(
-        root, *_cruft(), "update", "--skip-apply-ask", env={**os.environ, UPDATE_ENV: "1"}
-    )
+    # cruft's two renders run the bake's hook, which lays the code out with the ruff it finds on
+    # PATH: the venv's, as `make lint` does, so that the renders differ only by the update.
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    env = {**os.environ, UPDATE_ENV: "1", "PATH": path}
+    updated = _run(root, *_cruft(), "update", "--skip-apply-ask", env=env)
     if updated != 0:
         return updated
     left = conflicts(root)
-    uv = shutil.which("uv")
-    steps: list[tuple[str, ...]] = []
-    if not left and (root / "uv.lock").is_file() and uv is not None:
-        # pyproject.toml's bounds may have moved: uv.lock and requirements.lock.txt, one target.
-        steps.append(("make", "--no-print-directory", "lock"))
-    steps.append((sys.executable, "deploy/helm/chart_readme.py"))
+    steps: list[tuple[str, ...]] = [(sys.executable, "deploy/helm/chart_readme.py")]
+    if not left:
+        # pyproject.toml's bounds may have moved: uv.lock and requirements.lock.txt, one target;
+        # and the machinery may have changed the API's document (or the project has none yet).
+        if (root / "uv.lock").is_file():
+            steps.append(("make", "--no-print-directory", "lock"))
+        steps.append((sys.executable, "-m", "scaffold", "openapi"))
     failed = [step for step in steps if _run(root, *step) != 0]
+    if not left:
+        # cruft stages its patch but not .cruft.json, its new record; what the steps rewrote is
+        # part of the update too. The tree was clean before: everything changed is the update's.
+        _run(root, "git", "add", "-A")
     print("\nChanged by the update (staged; review with `git diff --cached`):")
     print(_output(root, "git", "status", "--short") or "  nothing: the project was up to date")
     print("Left alone (yours, [tool.cruft] skip in pyproject.toml): the locks, your migrations,")

@@ -50,7 +50,11 @@ async def _drive(url: str, request: bytes, count: int, concurrency: int) -> None
 
 
 def _route_cost(database_url: str, webhook_url: str, requests: int, concurrency: int) -> RouteCost:
-    (create,) = [op for name, op in OPERATIONS.items() if name.endswith(".create")][:1]
+    # One request, sent again and again: a create with no unique field (`{u}`), else 409s.
+    creates = [op for name, op in OPERATIONS.items() if name.endswith(".create")]
+    create = next((op for op in creates if "{u}" not in (op.body or "")), None)
+    if create is None:
+        raise SystemExit("bench-jobs sends one create again and again: no resource without a unique field")
     request, _ = build_op(create, {})(random.Random(requests))
     settings = {"WEBHOOK_URL": webhook_url, "WEBHOOK_SECRET": SECRET}
     with started(database_url, max_concurrency=concurrency, pin=True, settings=settings) as target:

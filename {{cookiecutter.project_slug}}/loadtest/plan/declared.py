@@ -4,8 +4,10 @@ model of its schemas.py), so that `make resource` needs no edit here.
 Per field kind (kit/fields.py): the JSON value of a create or patch template, with placeholders
 (loadtest/plan/operations.py) where the type allows a varying value, and the SQL expression of a seeded
 row's value in terms of `g`, the row's number in generate_series. A unique field's values are
-distinct per `g`, and a create's use `{u}` (12 digits) where they fit; a unique date, or a unique
-number whose bounds are narrow, repeats a fixed value and its creates answer 409.
+distinct per `g`, and a create's use `{u}` (12 digits) where they fit. Where they do not (a
+unique date or timestamp, a unique string shorter than 12 characters, a unique number whose
+bounds are narrow) every create would repeat a value and answer 409: such a resource has no
+create scenario (`fresh_creates`).
 """
 
 import json
@@ -116,6 +118,16 @@ def value_template(resource: Resource, name: str) -> str:
     return json.dumps(marker.example)  # date: no placeholder spells one
 
 
+def fresh_creates(resource: Resource) -> bool:
+    """Whether each create of the table writes fresh values into every unique field (a `{u}`),
+    so that none answers 409."""
+    return all(
+        "{u}" in value_template(resource, name)
+        for name in resource.fields.model_fields
+        if _unique(resource, name)
+    )
+
+
 def _object(resource: Resource, names: list[str]) -> str:
     return (
         "{"
@@ -143,16 +155,21 @@ def _seeded(resource: Resource, name: str) -> str:
     marker, unique = _marker(resource, name), _unique(resource, name)
     kind = marker.kind
     if kind in ("str", "text"):
+        longest: int = marker.max_length  # type: ignore[attr-defined]
         text = f"g || ' {name}'"  # the number first: shortened, the values stay distinct
+        if unique and longest < _N_DIGITS:
+            text = _dense(min(longest, 3))  # too short for the row's number in digits
         wanted = getattr(marker, "min_length", 0)
         if wanted > 1:
-            return f"rpad({text}, {marker.max_length}, 'x')"  # type: ignore[attr-defined]
-        return f"left({text}, {marker.max_length})"  # type: ignore[attr-defined]
+            return f"rpad({text}, {longest}, 'x')"
+        return f"left({text}, {longest})"
     if kind in ("int", "bigint", "money"):
         low, high = marker.ge, marker.le  # type: ignore[attr-defined]
         base = min(max(0, low), high)
         if unique:
-            return f"{base} + g"
+            # From 0 where the rows fit above it, else from the lower bound (the spec gives a unique
+            # number room for a million values: scaffold/spec.py).
+            return f"{base if high - base >= RANDOM_BELOW else low} + g"
         return f"{base} + (g::bigint * {_SPREAD}) % {min(high - base + 1, 100_000)}"
     if kind == "bool":
         return "g % 2 = 0"
@@ -167,6 +184,12 @@ def _seeded(resource: Resource, name: str) -> str:
     if kind == "uuid":
         return "('00000000-0000-4000-8000-' || lpad(g::text, 12, '0'))::uuid"
     raise ValueError(f"{plural(resource)}.{name}: no seed for a {kind} field")
+
+
+def _dense(width: int) -> str:
+    """`g` in `width` CJK ideographs (U+4E00 on, 20,992 of them): 20,992^width values."""
+    places = [f"chr(19968 + (g / {20_992**place}) % 20992)" for place in reversed(range(width))]
+    return " || ".join(places)
 
 
 def seed_rows(resource: Resource) -> str:

@@ -7,14 +7,16 @@ writes its Lua, for the engine's cross-check and the template's bench). An opera
 `<plural>.<operation>`, a scenario too: `items.by_id`, `items.page`, `items.create`,
 `items.patch` (one operation each), `items.filtered` (a filtered, sorted page, for a resource
 with a field marked :filter or :sort) and `items.mixed` (80 % by id, 20 % patches); `items.delete`
-is an operation of the table (the bench's) but no scenario, since each id can be deleted once.
+is an operation of the table (the bench's) but no scenario, since each id can be deleted once, and
+`items.create` is none either where a unique field has no room for a fresh value in each create
+(loadtest/plan/declared.py: `fresh_creates`), so that a run never measures conflicts.
 """
 
 from {{ cookiecutter.package_name }}.kit import Resource
 from {{ cookiecutter.package_name }}.serving.resources import RESOURCES
 
 from .budget import Budget
-from .declared import create_body, filtered_query, patch_body, plural
+from .declared import create_body, filtered_query, fresh_creates, patch_body, plural
 from .operations import Mix, Operation, keyed
 
 # The scenarios of every resource, in this order; each is judged by the budget of its operation.
@@ -45,10 +47,12 @@ def operations_of(resource: Resource) -> dict[str, Operation]:
 def scenarios_of(resource: Resource, operations: dict[str, Operation]) -> dict[str, Mix]:
     name = plural(resource)
     by_id, patch = operations[f"{name}.by_id"], operations[f"{name}.patch"]
+    left_out = set() if fresh_creates(resource) else {f"{name}.create"}
     singles = {
         f"{name}.{kind}": ((operations[f"{name}.{kind}"], 1),)
         for kind in KINDS[:-1]
-        if f"{name}.{kind}" in operations  # filtered: only with a marked field
+        # filtered: only with a marked field; create: only where each writes fresh unique values
+        if f"{name}.{kind}" in operations and f"{name}.{kind}" not in left_out
     }
     return singles | {f"{name}.mixed": ((by_id, 80), (patch, 20))}
 

@@ -23,7 +23,7 @@ from pydantic import ValidationError
 
 from .kit.cursor_keys import rotate_cursor_key
 from .serving import server
-from .settings import Settings
+from .settings import {% if cookiecutter.auth != "none" %}CommandSettings, {% endif %}Settings
 from .settings_sources import describe_error
 
 COMMANDS = ("migrate", "rotate-cursor-key"{% if cookiecutter.jobs == "postgres" %}, "worker", "jobs"{% endif %})
@@ -43,7 +43,12 @@ def main(arguments: tuple[str, ...] = ()) -> int:
 
         return migrate(Path.cwd())
     try:
+{%- if cookiecutter.auth != "none" %}
+        # A command answers no request: it needs none of the credentials' settings.
+        settings = CommandSettings() if arguments else Settings()
+{%- else %}
         settings = Settings()
+{%- endif %}
     except ValidationError as error:
         print(describe_error(error), file=sys.stderr)
         return 2

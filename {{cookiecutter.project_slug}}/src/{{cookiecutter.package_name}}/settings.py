@@ -5,7 +5,7 @@ import ipaddress
 from functools import cached_property
 {%- endif %}
 from pathlib import Path
-from typing import Annotated, Literal, Self
+from typing import Annotated, {% if cookiecutter.auth != "none" %}ClassVar, {% endif %}Literal, Self
 
 from pydantic import {% if cookiecutter.auth == "jwt" or cookiecutter.jobs == "postgres" %}AnyHttpUrl, {% endif %}Field, PostgresDsn, SecretStr, field_validator, model_validator
 from pydantic_settings import NoDecode, SettingsConfigDict
@@ -29,6 +29,11 @@ class Settings(EnvironmentThenSecretFiles):
     """Every knob of the service; each field is read from the environment variable of its name."""
 
     model_config = SettingsConfigDict(frozen=True, extra="ignore")
+{%- if cookiecutter.auth != "none" %}
+    # The server checks every request's credentials against these settings: outside dev they are
+    # required. A process that answers no request reads them as optional (CommandSettings).
+    requires_credentials: ClassVar[bool] = True
+{%- endif %}
 
     app_env: Literal["dev", "test", "prod"] = Field(
         "prod", description="dev relaxes DATABASE_URL and renders logs for the console."
@@ -493,7 +498,7 @@ class Settings(EnvironmentThenSecretFiles):
             # Anyone could make any request run under the profiler and read the service's code.
             raise ValueError("PROFILING=true is refused when APP_ENV=prod")
 {%- if cookiecutter.auth == "api_key" %}
-        if not self.api_key_hashes and self.app_env != "dev":
+        if self.requires_credentials and not self.api_key_hashes and self.app_env != "dev":
             raise ValueError("API_KEY_HASHES is required unless APP_ENV=dev")
 {%- elif cookiecutter.auth == "jwt" %}
         missing = [
@@ -501,7 +506,7 @@ class Settings(EnvironmentThenSecretFiles):
             for name in ("jwt_issuer", "jwt_audience", "jwt_jwks_url")
             if getattr(self, name) is None
         ]
-        if missing and self.app_env != "dev":
+        if self.requires_credentials and missing and self.app_env != "dev":
             raise ValueError(f"{', '.join(missing)} required unless APP_ENV=dev")
 {%- endif %}
         return self
@@ -515,3 +520,12 @@ class Settings(EnvironmentThenSecretFiles):
         if self.database_url is None:
             raise RuntimeError("DATABASE_URL is not set")
         return str(self.database_url)
+{%- if cookiecutter.auth != "none" %}
+
+
+class CommandSettings(Settings):
+    """The settings of a process that answers no request ({% if cookiecutter.jobs == "postgres" %}the worker, {% endif %}`rotate-cursor-key`): the
+    credentials it never checks are not required of it."""
+
+    requires_credentials = False
+{%- endif %}

@@ -31,9 +31,11 @@ COMPARED_HEADERS = ("content-type", "etag", "location", "allow", "retry-after")
 _TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\dT[0-9:.]+(?:Z|[+-]\d\d:\d\d)")
 
 # The fields the body shapes aim at, whatever the first resource declares: a number where there
-# is one, a one-line or text string where there is one, a required field where there is one.
+# is one (the shapes of a number are left out where there is none: a string field would take
+# "12", and a unique one only once), a one-line or text string where there is one, a required
+# field where there is one.
 _ANY = next(iter(first_resource().fields.model_fields))
-_NUMBER = first_field("int", "bigint", "money") or _ANY
+_NUMBER = first_field("int", "bigint", "money")
 _TEXT = first_field("str", "text") or _ANY
 _REQUIRED = first_field(required=True) or _ANY
 _RAW = "<raw value>"
@@ -129,13 +131,10 @@ SHAPES: dict[str, Shape] = {
     "create-invalid-json": ("POST", "", _fixed(b'{"field": '), JSON),
     "create-trailing-garbage": ("POST", "", _suffixed(_valid, b"xyz"), JSON),
     "create-not-utf8": ("POST", "", _with(_TEXT, b'"\xff"'), JSON),
-    "create-nan": ("POST", "", _with(_NUMBER, b"NaN"), JSON),
     "create-array": ("POST", "", _fixed(b"[]"), JSON),
     "create-null": ("POST", "", _fixed(b"null"), JSON),
     "create-missing-required-field": ("POST", "", _without(_REQUIRED), JSON),
     "create-extra-field": ("POST", "", _extra, JSON),
-    "create-number-as-string": ("POST", "", _with(_NUMBER, b'"12"'), JSON),
-    "create-number-above-int64": ("POST", "", _with(_NUMBER, b"9223372036854775808"), JSON),
     "create-control-character": ("POST", "", _with(_TEXT, b'"a\\u0001b"'), JSON),
     "create-nested-deeply": ("POST", "", _fixed(b"[" * 5000 + b"]" * 5000), JSON),
     "patch": ("PATCH", "/{id}", _change, JSON),
@@ -153,6 +152,12 @@ SHAPES: dict[str, Shape] = {
     "delete-word-id": ("DELETE", "/abc", None, {}),
     "put": ("PUT", "/{id}", _valid, JSON),
 }
+if _NUMBER is not None:
+    SHAPES |= {
+        "create-nan": ("POST", "", _with(_NUMBER, b"NaN"), JSON),
+        "create-number-as-string": ("POST", "", _with(_NUMBER, b'"12"'), JSON),
+        "create-number-above-int64": ("POST", "", _with(_NUMBER, b"9223372036854775808"), JSON),
+    }
 
 
 def _standard_handler(self: FastRoute) -> Any:
@@ -206,10 +211,16 @@ def _is_new(number: int, row_id: int) -> bool:
     return row_id <= number < row_id + 5
 
 
+def _same(sent: Any, answered: Any) -> bool:
+    return type(sent) is type(answered) and sent == answered
+
+
 def _masked(key: str, item: Any, row_id: int, sent: Sent) -> Any:
     if key == "id" and _is_new(item, row_id):
         return "<id>"
-    if any(key in body and body[key] == item for body in sent):
+    # Of the same type too: a field named like a key of the page around the rows (next_after)
+    # may hold True, which equals the page's 1.
+    if any(key in body and _same(body[key], item) for body in sent):
         return f"<sent {key}>"
     return _normalised(item, row_id, sent)
 

@@ -14,7 +14,7 @@ from loadtest.drive.k6 import IDS, config, scenario_name
 from loadtest.plan.budget import load
 from loadtest.plan.declared import plural
 from loadtest.plan.operations import UNIQUE_RANGE, keyed, parts
-from loadtest.plan.scenarios import SCENARIOS
+from loadtest.plan.scenarios import OPERATIONS, SCENARIOS
 
 from ...declared import first_resource
 
@@ -55,7 +55,7 @@ def test_the_k6_config_gives_a_keyed_create_its_idempotency_key_template(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     name = f"{FIRST}.create"
-    monkeypatch.setitem(SCENARIOS, name, ((keyed(SCENARIOS[name][0][0]), 1),))
+    monkeypatch.setitem(SCENARIOS, name, ((keyed(OPERATIONS[name]), 1),))
     settings = config(load(project.BUDGET), url="http://x", ids={}, names=[name], seconds=1.0)
     # crud.js renders each template per request, as it renders a body: a fresh key each time.
     assert settings["operations"][name]["headers"] == [
@@ -110,15 +110,22 @@ def recorder() -> Iterator[tuple[str, list[tuple[str, dict[str, str]]]]]:
 
 
 def test_k6_sends_the_headers_on_every_request_and_writes_none_of_them(
-    recorder: tuple[str, list[tuple[str, dict[str, str]]]], tmp_path: Path
+    recorder: tuple[str, list[tuple[str, dict[str, str]]]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     url, seen = recorder
     budget = load(project.BUDGET)
     names = [f"{FIRST}.by_id", f"{FIRST}.create"]
+    # The create as a scenario, also where a unique field leaves it out of the table (the
+    # recorder answers every request alike).
+    monkeypatch.setitem(SCENARIOS, names[1], ((OPERATIONS[names[1]], 1),))
     settings = config(
         budget, url=url, ids={FIRST: [1, 2]}, names=names, seconds=0.5, rate_scale=0.02
     )
-    assert k6.run(settings, tmp_path, {"X-API-Key": SECRET}) == 0
+    # The latency thresholds are the budget's; on a busy machine the recorder can miss them
+    # (k6 then exits THRESHOLD_FAILED): what is judged here is what was sent.
+    assert k6.run(settings, tmp_path, {"X-API-Key": SECRET}) in (0, k6.THRESHOLD_FAILED)
     assert {method for method, _ in seen} == {"GET", "POST"}
     for method, headers in seen:
         assert headers.get("x-api-key") == SECRET, (method, headers)

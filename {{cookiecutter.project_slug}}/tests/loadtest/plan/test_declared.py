@@ -14,11 +14,13 @@ from fastapi import APIRouter
 from loadtest.plan.declared import (
     create_body,
     filtered_query,
+    fresh_creates,
     patch_body,
     seed_rows,
     value_template,
 )
 from loadtest.plan.operations import UNIQUE_RANGE, parts, render
+from loadtest.plan.scenarios import operations_of, scenarios_of
 from pydantic import create_model
 
 from {{ cookiecutter.package_name }}.kit import (
@@ -114,6 +116,21 @@ def test_a_value_no_placeholder_fits_is_the_fields_example() -> None:
     assert value_template(EVERY_KIND, "count") == "1{n}"
     assert value_template(EVERY_KIND, "below") == "-{n}"
     assert value_template(EVERY_KIND, "kind") == '"retail"'
+
+
+class ShortUnique(Declared):
+    code: Annotated[str, Str(max_length=8), Unique()]
+    title: Annotated[str, Str(max_length=200)]
+
+
+def test_a_unique_field_without_room_for_fresh_values_leaves_creates_out() -> None:
+    """Eight characters cannot hold the 12 digits of `{u}`: every create would send one value,
+    and all but the first would be 409s, measured as if they were the service's answers."""
+    short = Resource(APIRouter(prefix="/codes"), "codes", ShortUnique)
+    assert not fresh_creates(short)
+    assert fresh_creates(EVERY_KIND)
+    assert "codes.create" not in scenarios_of(short, operations_of(short))
+    assert "things.create" in scenarios_of(EVERY_KIND, operations_of(EVERY_KIND))
 
 
 def test_a_patch_changes_one_field_that_is_not_unique_and_varies() -> None:
