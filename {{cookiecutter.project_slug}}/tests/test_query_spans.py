@@ -2,6 +2,7 @@
 instrumentation makes for it (run on the same statements as the reference), and one run under
 a dropped request, or under no recording span, gets none."""
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -100,23 +101,46 @@ def exported(tracing: Tracing) -> InMemorySpanExporter:
     return exporter
 
 
+async def _reference(url: str, statements: Statements) -> list[tuple[Any, ...]]:
+    """The spans OpenTelemetry's asyncpg instrumentation makes for `statements`."""
+    instrumentor = AsyncPGInstrumentor()  # type: ignore[no-untyped-call]
+    provider, exporter = TracerProvider(), InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    instrumentor.instrument(tracer_provider=provider)
+    try:
+        return await _spans_of(provider, exporter, url, NoResetConnection, statements)
+    finally:
+        instrumentor.uninstrument()
+
+
 async def test_a_statements_span_is_the_one_opentelemetrys_instrumentation_makes(
     database_url: str, tracing: Tracing, exported: InMemorySpanExporter
 ) -> None:
     # Ours first: the traced class reads asyncpg's methods when made, before any patching.
     connection_class = traced(NoResetConnection, tracing.recorder(__name__))
     ours = await _spans_of(tracing.provider, exported, database_url, connection_class, _statements)
-    instrumentor = AsyncPGInstrumentor()  # type: ignore[no-untyped-call]
-    provider, exporter = TracerProvider(), InMemorySpanExporter()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    instrumentor.instrument(tracer_provider=provider)
-    try:
-        theirs = await _spans_of(provider, exporter, database_url, NoResetConnection, _statements)
-    finally:
-        instrumentor.uninstrument()
+    theirs = await _reference(database_url, _statements)
     assert len(ours) == 11  # one a statement, BEGIN and COMMIT included
     assert ours == theirs
     assert ours[-1][3].name == "ERROR"  # the failure was put to the test
+
+
+async def _cut_off(connection: asyncpg.Connection) -> None:
+    """A statement cancelled by a deadline (asyncio.timeout), as a request's deadline cuts one."""
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(0.05):
+            await connection.fetchval("SELECT pg_sleep(5)")
+
+
+async def test_a_statement_cut_off_by_a_deadline_gets_the_span_the_instrumentation_makes(
+    database_url: str, tracing: Tracing, exported: InMemorySpanExporter
+) -> None:
+    # The statement that made a request late is the one its trace must show.
+    connection_class = traced(NoResetConnection, tracing.recorder(__name__))
+    ours = await _spans_of(tracing.provider, exported, database_url, connection_class, _cut_off)
+    theirs = await _reference(database_url, _cut_off)
+    assert len(theirs) == 1
+    assert ours == theirs
 
 
 async def test_a_statement_under_no_recording_span_or_in_a_dropped_request_gets_none(
