@@ -125,6 +125,32 @@ async def test_a_statements_span_is_the_one_opentelemetrys_instrumentation_makes
     assert ours[-1][3].name == "ERROR"  # the failure was put to the test
 
 
+@pytest.mark.parametrize(
+    "limits",
+    [
+        {"OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT": "12"},
+        {"OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT": "20", "OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT": "3"},
+        {"OTEL_EVENT_ATTRIBUTE_COUNT_LIMIT": "1"},
+        {"OTEL_SPAN_EVENT_COUNT_LIMIT": "0"},
+    ],
+    ids=["value length", "span attributes", "event attributes", "events"],
+)
+async def test_a_statements_span_keeps_the_span_limits_the_sdk_applies(
+    database_url: str, monkeypatch: pytest.MonkeyPatch, limits: dict[str, str]
+) -> None:
+    # OTEL_*_LIMIT cut what the SDK's spans hold (a statement's text, most often): the same here.
+    for name, value in limits.items():
+        monkeypatch.setenv(name, value)
+    settings = Settings(
+        app_env="dev", tracing=True, otel_traces_exporter="none", otel_traces_sampler="always_on"
+    )
+    tracing, exporter = Tracing(settings), InMemorySpanExporter()
+    tracing.provider.add_span_processor(SimpleSpanProcessor(exporter))
+    connection_class = traced(NoResetConnection, tracing.recorder(__name__))
+    ours = await _spans_of(tracing.provider, exporter, database_url, connection_class, _statements)
+    assert ours == await _reference(database_url, _statements)
+
+
 async def _cut_off(connection: asyncpg.Connection) -> None:
     """A statement cancelled by a deadline (asyncio.timeout), as a request's deadline cuts one."""
     with pytest.raises(TimeoutError):
