@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import pytest
 from fastapi import FastAPI
+from opentelemetry.instrumentation._semconv import _OpenTelemetrySemanticConventionStability
 from opentelemetry.instrumentation.asgi import OpenTelemetryMiddleware
 from opentelemetry.instrumentation.asyncpg import AsyncPGInstrumentor
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -138,9 +139,11 @@ async def _requests(
     return described, others
 
 
-async def test_kept_spans_are_those_opentelemetrys_instrumentation_made_for_the_same_requests(
+async def _ours_and_theirs(
     database_url: str, auth_settings: dict[str, Any], auth_headers: dict[str, str]
-) -> None:
+) -> tuple[list[Any], list[Any], int]:
+    """The spans of `_requests` with the service's tracing, and with OpenTelemetry's own
+    instrumentation in its place; and how many of the service's came outside any request."""
     settings = Settings(
         database_url=database_url, app_env="test", tracing=True, otel_traces_exporter="none",
         otel_traces_sampler="always_on", **auth_settings,
@@ -169,6 +172,13 @@ async def test_kept_spans_are_those_opentelemetrys_instrumentation_made_for_the_
             theirs, _ = await _requests(client, reference, row)
     finally:
         instrumentor.uninstrument()
+    return ours, theirs, outside
+
+
+async def test_kept_spans_are_those_opentelemetrys_instrumentation_made_for_the_same_requests(
+    database_url: str, auth_settings: dict[str, Any], auth_headers: dict[str, str]
+) -> None:
+    ours, theirs, outside = await _ours_and_theirs(database_url, auth_settings, auth_headers)
     assert [len(spans) for spans in ours] == [len(spans) for spans in theirs]
     for mine, reference_spans in zip(ours, theirs, strict=True):
         assert mine == reference_spans
@@ -176,6 +186,30 @@ async def test_kept_spans_are_those_opentelemetrys_instrumentation_made_for_the_
     # The instrumentation also traced statements outside any request (the lifespan's sweep of
     # expired keys) as traces of their own; a statement here has a span under a kept one only.
     assert outside == 0
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the service's spans have the default conventions' attributes only: "
+    "OTEL_SEMCONV_STABILITY_OPT_IN (http, database), which OpenTelemetry's instrumentation "
+    "honours, is ignored",
+)
+@pytest.mark.parametrize("opt_in", ["http", "database"])
+async def test_kept_spans_follow_the_semantic_conventions_otel_semconv_stability_opt_in_names(
+    database_url: str,
+    auth_settings: dict[str, Any],
+    auth_headers: dict[str, str],
+    monkeypatch: pytest.MonkeyPatch,
+    opt_in: str,
+) -> None:
+    # OpenTelemetry reads the variable once a process: its reading is made again for this test.
+    monkeypatch.setenv("OTEL_SEMCONV_STABILITY_OPT_IN", opt_in)
+    monkeypatch.setattr(_OpenTelemetrySemanticConventionStability, "_initialized", False)
+    monkeypatch.setattr(
+        _OpenTelemetrySemanticConventionStability, "_OTEL_SEMCONV_STABILITY_SIGNAL_MAPPING", {}
+    )
+    ours, theirs, _ = await _ours_and_theirs(database_url, auth_settings, auth_headers)
+    assert ours == theirs
 
 
 async def test_the_ratio_sampler_at_zero_records_no_new_trace(
