@@ -12,11 +12,13 @@ from opentelemetry.instrumentation.asyncpg import AsyncPGInstrumentor
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from structlog.testing import capture_logs
 
+from {{ cookiecutter.package_name }} import asyncpg_internals
 from {{ cookiecutter.package_name }}.db import NoResetConnection
 from {{ cookiecutter.package_name }}.observability.request_spans import UNRECORDED
 from {{ cookiecutter.package_name }}.observability.tracing import Tracing
-from {{ cookiecutter.package_name }}.query_spans import traced
+from {{ cookiecutter.package_name }}.query_spans import span_attributes, traced
 from {{ cookiecutter.package_name }}.settings import Settings
 
 Statements = Callable[[asyncpg.Connection], Awaitable[None]]
@@ -187,3 +189,21 @@ async def test_a_statement_under_no_recording_span_or_in_a_dropped_request_gets_
     assert [span.name for span in exported.get_finished_spans()] == [
         "kept, yet inside a dropped one"
     ]
+
+
+def test_a_connection_without_asyncpgs_pieces_gets_spans_without_its_target_said_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # An asyncpg that keeps its address and parameters elsewhere: the statement's span still goes.
+    class Reshaped:
+        pass
+
+    monkeypatch.setattr(asyncpg_internals, "_logged", set())  # said once a process: this once
+
+    with capture_logs() as logs:
+        for _ in range(2):
+            assert span_attributes(Reshaped(), "SELECT 1") == {
+                "db.system": "postgresql",
+                "db.statement": "SELECT 1",
+            }
+    assert [log["event"] for log in logs] == ["database_spans_without_target"]
