@@ -334,6 +334,34 @@ async def test_an_insert_that_cannot_store_its_answer_runs_in_a_transaction(
     assert any(statement.startswith("BEGIN") for statement in statements)
 
 
+async def test_a_statement_postgresql_refuses_sends_the_creates_the_transactional_way(
+    settings: Settings,
+    auth_headers: dict[str, str],
+    database_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A composed statement whose answer PostgreSQL cannot store (a text body into bytea): each
+    # create still answers, and after the first none tries the statement again.
+    compose = answer_key.compose
+
+    def refused(insert: str) -> str:
+        return compose(insert).replace("convert_to(answer.body, 'UTF8')", "answer.body")
+
+    monkeypatch.setattr(answer_key, "compose", refused)
+    monkeypatch.setattr(answer_key, "_composed", {})
+    body, key = new_body(), fresh_key()
+    before = await count_rows(database_url)
+    async with started(create_app(settings), auth_headers) as client:
+        first = await client.post(BASE, json=body, headers={HEADER: key})
+        retry = await client.post(BASE, json=body, headers={HEADER: key})
+        other = await client.post(BASE, json=new_body(), headers={HEADER: fresh_key()})
+    assert first.status_code == other.status_code == 201, first.text
+    assert retry.headers[REPLAYED] == "true"
+    assert retry.content == first.content
+    assert await count_rows(database_url) == before + 2
+    assert list(answer_key._composed.values()) == [None]  # forgotten, not composed again
+
+
 async def test_an_insert_that_ignores_its_key_is_an_error_not_a_create_without_one(
     settings: Settings, auth_headers: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
