@@ -240,6 +240,30 @@ async def test_probes_are_not_traced(
     assert _spans(exporter) == []
 
 
+# Bytes the middleware's header decoding fails on: not UTF-8, and a backslash escape cut short.
+NOT_TEXT = b"\xff\\x"
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"traceparent": NOT_TEXT},
+        {"baggage": NOT_TEXT},
+        {**SAMPLED_PARENT, "user-agent": NOT_TEXT},
+    ],
+    ids=["a traceparent", "a baggage", "a sampled request's user agent"],
+)
+async def test_a_header_that_is_not_text_never_fails_the_request(
+    traced: tuple[httpx.AsyncClient, InMemorySpanExporter], headers: dict[str, Any]
+) -> None:
+    # Read before anything else answers: a failure here was uvicorn's plain-text 500 for any
+    # request (the propagation headers are read for every one), without a problem or a log line.
+    client, exporter = traced
+    response = await client.get(BASE, headers=headers)
+    assert response.status_code == 200, response.text
+    _spans(exporter)
+
+
 def test_the_access_log_line_carries_the_trace_id(
     database_url: str, tmp_path: Path, auth_env: dict[str, str], auth_headers: dict[str, str]
 ) -> None:
