@@ -2,6 +2,7 @@
 instrumentation makes for it (run on the same statements as the reference), and one run under
 a dropped request, or under no recording span, gets none."""
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -11,11 +12,13 @@ from opentelemetry.instrumentation.asyncpg import AsyncPGInstrumentor
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from structlog.testing import capture_logs
 
+from {{ cookiecutter.package_name }} import asyncpg_internals
 from {{ cookiecutter.package_name }}.db import NoResetConnection
 from {{ cookiecutter.package_name }}.observability.request_spans import UNRECORDED
 from {{ cookiecutter.package_name }}.observability.tracing import Tracing
-from {{ cookiecutter.package_name }}.query_spans import traced
+from {{ cookiecutter.package_name }}.query_spans import span_attributes, traced
 from {{ cookiecutter.package_name }}.settings import Settings
 
 Statements = Callable[[asyncpg.Connection], Awaitable[None]]
@@ -100,23 +103,72 @@ def exported(tracing: Tracing) -> InMemorySpanExporter:
     return exporter
 
 
+async def _reference(url: str, statements: Statements) -> list[tuple[Any, ...]]:
+    """The spans OpenTelemetry's asyncpg instrumentation makes for `statements`."""
+    instrumentor = AsyncPGInstrumentor()  # type: ignore[no-untyped-call]
+    provider, exporter = TracerProvider(), InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    instrumentor.instrument(tracer_provider=provider)
+    try:
+        return await _spans_of(provider, exporter, url, NoResetConnection, statements)
+    finally:
+        instrumentor.uninstrument()
+
+
 async def test_a_statements_span_is_the_one_opentelemetrys_instrumentation_makes(
     database_url: str, tracing: Tracing, exported: InMemorySpanExporter
 ) -> None:
     # Ours first: the traced class reads asyncpg's methods when made, before any patching.
     connection_class = traced(NoResetConnection, tracing.recorder(__name__))
     ours = await _spans_of(tracing.provider, exported, database_url, connection_class, _statements)
-    instrumentor = AsyncPGInstrumentor()  # type: ignore[no-untyped-call]
-    provider, exporter = TracerProvider(), InMemorySpanExporter()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    instrumentor.instrument(tracer_provider=provider)
-    try:
-        theirs = await _spans_of(provider, exporter, database_url, NoResetConnection, _statements)
-    finally:
-        instrumentor.uninstrument()
+    theirs = await _reference(database_url, _statements)
     assert len(ours) == 11  # one a statement, BEGIN and COMMIT included
     assert ours == theirs
     assert ours[-1][3].name == "ERROR"  # the failure was put to the test
+
+
+@pytest.mark.parametrize(
+    "limits",
+    [
+        {"OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT": "12"},
+        {"OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT": "20", "OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT": "3"},
+        {"OTEL_EVENT_ATTRIBUTE_COUNT_LIMIT": "1"},
+        {"OTEL_SPAN_EVENT_COUNT_LIMIT": "0"},
+    ],
+    ids=["value length", "span attributes", "event attributes", "events"],
+)
+async def test_a_statements_span_keeps_the_span_limits_the_sdk_applies(
+    database_url: str, monkeypatch: pytest.MonkeyPatch, limits: dict[str, str]
+) -> None:
+    # OTEL_*_LIMIT cut what the SDK's spans hold (a statement's text, most often): the same here.
+    for name, value in limits.items():
+        monkeypatch.setenv(name, value)
+    settings = Settings(
+        app_env="dev", tracing=True, otel_traces_exporter="none", otel_traces_sampler="always_on"
+    )
+    tracing, exporter = Tracing(settings), InMemorySpanExporter()
+    tracing.provider.add_span_processor(SimpleSpanProcessor(exporter))
+    connection_class = traced(NoResetConnection, tracing.recorder(__name__))
+    ours = await _spans_of(tracing.provider, exporter, database_url, connection_class, _statements)
+    assert ours == await _reference(database_url, _statements)
+
+
+async def _cut_off(connection: asyncpg.Connection) -> None:
+    """A statement cancelled by a deadline (asyncio.timeout), as a request's deadline cuts one."""
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(0.05):
+            await connection.fetchval("SELECT pg_sleep(5)")
+
+
+async def test_a_statement_cut_off_by_a_deadline_gets_the_span_the_instrumentation_makes(
+    database_url: str, tracing: Tracing, exported: InMemorySpanExporter
+) -> None:
+    # The statement that made a request late is the one its trace must show.
+    connection_class = traced(NoResetConnection, tracing.recorder(__name__))
+    ours = await _spans_of(tracing.provider, exported, database_url, connection_class, _cut_off)
+    theirs = await _reference(database_url, _cut_off)
+    assert len(theirs) == 1
+    assert ours == theirs
 
 
 async def test_a_statement_under_no_recording_span_or_in_a_dropped_request_gets_none(
@@ -137,3 +189,21 @@ async def test_a_statement_under_no_recording_span_or_in_a_dropped_request_gets_
     assert [span.name for span in exported.get_finished_spans()] == [
         "kept, yet inside a dropped one"
     ]
+
+
+def test_a_connection_without_asyncpgs_pieces_gets_spans_without_its_target_said_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # An asyncpg that keeps its address and parameters elsewhere: the statement's span still goes.
+    class Reshaped:
+        pass
+
+    monkeypatch.setattr(asyncpg_internals, "_logged", set())  # said once a process: this once
+
+    with capture_logs() as logs:
+        for _ in range(2):
+            assert span_attributes(Reshaped(), "SELECT 1") == {
+                "db.system": "postgresql",
+                "db.statement": "SELECT 1",
+            }
+    assert [log["event"] for log in logs] == ["database_spans_without_target"]

@@ -68,6 +68,10 @@ async def _in_span(
     except Exception as error:
         spans.record(name, parent, SpanKind.CLIENT, attributes, (start, time_ns()), error)
         raise
+    except BaseException:
+        # Cancelled (a deadline): the span ends without an error, as the instrumentation's does.
+        spans.record(name, parent, SpanKind.CLIENT, attributes, (start, time_ns()))
+        raise
     spans.record(name, parent, SpanKind.CLIENT, attributes, (start, time_ns()))
     return result
 

@@ -19,7 +19,13 @@ from {{ cookiecutter.package_name }}.kit.answer_key import AnswerKey, NotComposa
 {%- if cookiecutter.auth == "api_key" %}
 from {{ cookiecutter.package_name }}.kit.auth import digest
 {%- endif %}
-from {{ cookiecutter.package_name }}.kit.idempotency import BATCH, HEADER, REPLAYED, remove_expired_keys
+from {{ cookiecutter.package_name }}.kit.idempotency import (
+    BATCH,
+    DELETE_EXPIRED,
+    HEADER,
+    REPLAYED,
+    remove_expired_keys,
+)
 from {{ cookiecutter.package_name }}.serving import app as app_module
 from {{ cookiecutter.package_name }}.serving.app import create_app
 from {{ cookiecutter.package_name }}.settings import Settings
@@ -188,6 +194,40 @@ async def test_an_expired_key_is_free_again(client: httpx.AsyncClient, database_
     assert replay.headers.get(REPLAYED) == ("true" if again.status_code == 201 else None)
 
 
+async def test_a_retry_of_an_expired_key_the_sweep_is_deleting_waits_and_runs_again(
+    client: httpx.AsyncClient, database_url: str
+) -> None:
+    # The sweep holds the expired row (its batch deleted, not committed) when the retry comes:
+    # the retry's statement waits for it on the key's index, then writes the row and the key.
+    body, key = new_body(), fresh_key()
+    first = await client.post(BASE, json=body, headers={HEADER: key})
+    assert first.status_code == 201, first.text
+    await expire(database_url, key)
+    before = await count_rows(database_url)
+    sweep = await asyncpg.connect(database_url)
+    try:
+        async with sweep.transaction():
+            assert await sweep.execute(DELETE_EXPIRED) != "DELETE 0"
+            retry = asyncio.ensure_future(client.post(BASE, json=body, headers={HEADER: key}))
+            waiting = """SELECT count(*) FROM pg_locks JOIN pg_stat_activity USING (pid)
+                          WHERE NOT granted AND datname = current_database()
+                            AND query LIKE '%idempotency_keys%'"""
+            for _ in range(500):  # 5 s at most
+                if await sweep.fetchval(waiting):
+                    break
+                await asyncio.sleep(0.01)
+            else:
+                raise AssertionError("the retry did not wait for the sweep's lock")
+        answer = await retry
+    finally:
+        await sweep.close()
+    assert answer.status_code == 201, answer.text
+    assert REPLAYED.lower() not in answer.headers
+    assert answer.content != first.content
+    assert await count_rows(database_url) == before + 1
+    assert await keys_named(database_url, key) == 1
+
+
 async def test_expired_keys_are_removed_in_batches_and_live_ones_kept(
     settings: Settings, client: httpx.AsyncClient, database_url: str
 ) -> None:
@@ -332,6 +372,34 @@ async def test_an_insert_that_cannot_store_its_answer_runs_in_a_transaction(
     assert retry.headers[REPLAYED] == "true"
     assert await count_rows(database_url) == before + 1
     assert any(statement.startswith("BEGIN") for statement in statements)
+
+
+async def test_a_statement_postgresql_refuses_sends_the_creates_the_transactional_way(
+    settings: Settings,
+    auth_headers: dict[str, str],
+    database_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A composed statement whose answer PostgreSQL cannot store (a text body into bytea): each
+    # create still answers, and after the first none tries the statement again.
+    compose = answer_key.compose
+
+    def refused(insert: str) -> str:
+        return compose(insert).replace("convert_to(answer.body, 'UTF8')", "answer.body")
+
+    monkeypatch.setattr(answer_key, "compose", refused)
+    monkeypatch.setattr(answer_key, "_composed", {})
+    body, key = new_body(), fresh_key()
+    before = await count_rows(database_url)
+    async with started(create_app(settings), auth_headers) as client:
+        first = await client.post(BASE, json=body, headers={HEADER: key})
+        retry = await client.post(BASE, json=body, headers={HEADER: key})
+        other = await client.post(BASE, json=new_body(), headers={HEADER: fresh_key()})
+    assert first.status_code == other.status_code == 201, first.text
+    assert retry.headers[REPLAYED] == "true"
+    assert retry.content == first.content
+    assert await count_rows(database_url) == before + 2
+    assert list(answer_key._composed.values()) == [None]  # forgotten, not composed again
 
 
 async def test_an_insert_that_ignores_its_key_is_an_error_not_a_create_without_one(

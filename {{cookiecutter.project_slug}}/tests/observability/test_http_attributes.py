@@ -68,6 +68,14 @@ SCOPES = {
 }
 
 
+def test_a_header_the_middleware_cannot_decode_is_read_as_latin_1() -> None:
+    # Not UTF-8, and a backslash escape cut short: the middleware's decoding raises on it.
+    scope = _scope(headers=[_HOST, (b"user-agent", b"caf\xe9 \\x")])
+    with pytest.raises(UnicodeDecodeError):
+        collect_request_attributes(scope)  # type: ignore[no-untyped-call]
+    assert request_attributes(scope)["http.user_agent"] == "caf\xe9 \\x"
+
+
 @pytest.mark.parametrize("scope", SCOPES.values(), ids=SCOPES.keys())
 def test_the_attributes_are_the_middlewares(scope: dict[str, Any]) -> None:
     assert request_attributes(scope) == collect_request_attributes(scope)  # type: ignore[no-untyped-call]

@@ -28,11 +28,16 @@ _ERROR = Status(StatusCode.ERROR)
 
 
 def _decoded(value: bytes) -> str:
-    # As the middleware decodes a header (its _decode_header_item).
+    # As the middleware decodes a header (its _decode_header_item), except for the values it
+    # raises on (not UTF-8, with a backslash escape cut short): their bytes, as latin-1 text.
     try:
         return value.decode("utf-8")
     except ValueError:
+        pass
+    try:
         return value.decode("unicode_escape")
+    except ValueError:
+        return value.decode("latin-1")
 
 
 def _with_port(host: str, port: Any) -> str:

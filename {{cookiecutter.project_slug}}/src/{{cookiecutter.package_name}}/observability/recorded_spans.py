@@ -7,8 +7,9 @@ one core), most of a sampled request's price. A statement's span is never curren
 touches it: its name, attributes, times and outcome are known when it ends. `SpanRecorder.record`
 gives the span processors (the exporter's batch) the SDK's own ReadableSpan of it, as the SDK's
 span would have handed over at its end, with the provider's resource, an instrumentation scope,
-an id from the provider's generator and the exception event the SDK records; the processors'
-on_start, called with the live span, is not called for it.
+an id from the provider's generator and the exception event the SDK records, each cut by the
+provider's span limits (OTEL_*_LIMIT) as the SDK's span cuts its own; the processors' on_start,
+called with the live span, is not called for it.
 """
 
 import traceback
@@ -16,14 +17,55 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
+from opentelemetry.attributes import BoundedAttributes
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import Event, ReadableSpan, SpanProcessor
+from opentelemetry.sdk.trace import Event, ReadableSpan, SpanLimits, SpanProcessor
 from opentelemetry.sdk.trace.id_generator import IdGenerator
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 _SAMPLED = TraceFlags(TraceFlags.SAMPLED)
 _UNSET = Status(StatusCode.UNSET)
+# The most attributes a span (query_spans.py) or its exception event here holds.
+_MOST_ATTRIBUTES = 8
+
+
+def cutting(limits: SpanLimits) -> SpanLimits | None:
+    """`limits` when they can cut something a recorded span holds, else None (the SDK's defaults:
+    no length limit, 128 attributes, 128 events): the spans then go as they are made. A limit of
+    None is none ("unset")."""
+    counts = (limits.max_span_attributes, limits.max_event_attributes)
+    if (
+        limits.max_span_attribute_length is None
+        and limits.max_attribute_length is None
+        and all(count is None or count >= _MOST_ATTRIBUTES for count in counts)
+        and (limits.max_events is None or limits.max_events >= 1)
+    ):
+        return None
+    return limits
+
+
+def _limited(
+    limits: SpanLimits, attributes: Mapping[str, Any], events: tuple[Event, ...]
+) -> tuple[Mapping[str, Any], tuple[Event, ...]]:
+    """The attributes and events as the SDK's span keeps them under `limits`."""
+    bounded = BoundedAttributes(
+        limits.max_span_attributes, attributes, max_value_len=limits.max_span_attribute_length
+    )
+    kept = tuple(
+        Event(
+            event.name,
+            BoundedAttributes(
+                limits.max_event_attributes,
+                event.attributes,
+                immutable=True,
+                max_value_len=limits.max_attribute_length,
+            ),
+            event.timestamp,
+        )
+        for event in events[: limits.max_events]
+    )
+    return bounded, kept
 
 
 def exception_event(error: BaseException, timestamp: int) -> Event:
@@ -51,6 +93,7 @@ class SpanRecorder:
     resource: Resource
     scope: InstrumentationScope
     ids: IdGenerator
+    limits: SpanLimits | None = None  # the provider's, when they can cut a span (`cutting`)
 
     def record(
         self,
@@ -75,6 +118,8 @@ class SpanRecorder:
         if error is not None:
             status = Status(StatusCode.ERROR, f"{type(error).__name__}: {error}")
             events = (exception_event(error, times[1]),)
+        if self.limits is not None:
+            attributes, events = _limited(self.limits, attributes, events)
         span = ReadableSpan(
             name,
             context,

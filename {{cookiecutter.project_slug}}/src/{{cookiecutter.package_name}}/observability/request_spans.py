@@ -117,7 +117,12 @@ class RequestSpans:
                     break
             else:
                 return _ROOT
-        return propagator.extract(cast(dict[str, Any], scope), getter=asgi_getter)
+        try:
+            return propagator.extract(cast(dict[str, Any], scope), getter=asgi_getter)
+        except ValueError:
+            # A header asgi_getter cannot decode (not UTF-8, with a backslash escape cut short):
+            # a request carrying no trace, never a 500 before anything can answer it.
+            return _ROOT
 
     def _bind_trace_id(self, trace_id: int) -> tuple[ContextVar[Any], Token[Any]]:
         value = f"{trace_id:032x}"

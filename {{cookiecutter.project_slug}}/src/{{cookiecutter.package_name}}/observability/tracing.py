@@ -16,7 +16,7 @@ OTEL_PROPAGATORS.
 from collections.abc import Iterable
 
 from opentelemetry.sdk.resources import SERVICE_NAME, Resource
-from opentelemetry.sdk.trace import SynchronousMultiSpanProcessor, TracerProvider
+from opentelemetry.sdk.trace import SpanLimits, SynchronousMultiSpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Tracer
@@ -24,7 +24,7 @@ from starlette.middleware import Middleware
 
 from .. import __version__
 from ..settings import Settings
-from .recorded_spans import SpanRecorder
+from .recorded_spans import SpanRecorder, cutting
 from .request_spans import DrawnIds, RequestSpans
 from .sampling import ServiceSampler
 
@@ -37,11 +37,14 @@ class Tracing:
         self._ids = DrawnIds()
         # The provider's span processors, which recorded spans are handed to as well.
         self._processors = SynchronousMultiSpanProcessor()  # type: ignore[no-untyped-call]
+        # OTEL_*_LIMIT, read once: the provider's spans and the recorded ones are cut alike.
+        self._limits = SpanLimits()
         self.provider = TracerProvider(
             resource=Resource.create({SERVICE_NAME: settings.otel_service_name}),
             sampler=self.sampler,
             id_generator=self._ids,
             active_span_processor=self._processors,
+            span_limits=self._limits,
         )
         if settings.otel_traces_exporter == "otlp":
             from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
@@ -58,7 +61,7 @@ class Tracing:
         """Where spans recorded whole at their end go, named after the module that makes them."""
         return SpanRecorder(
             self._processors, self.provider.resource, InstrumentationScope(scope, __version__),
-            self._ids,
+            self._ids, cutting(self._limits),
         )  # fmt: skip
 
     def middleware(self, untraced: Iterable[str]) -> list[Middleware]:
