@@ -110,7 +110,10 @@ def _bearer(baseline: Baseline, **claims: Any) -> dict[str, str]:
 
 
 def _traceparent(flags: str) -> tuple[str, dict[str, str]]:
-    trace_id = uuid.uuid4().hex
+    """A new trace id under a parent of `flags`, one the 10 % ratio alone would decide the other
+    way (TraceIdRatioBased compares its low 64 bits with a bound): only the parent decides."""
+    low = "ffffffffffffffff" if flags == SAMPLED else "0000000000000001"
+    trace_id = uuid.uuid4().hex[:16] + low
     return trace_id, {"traceparent": f"00-{trace_id}-00f067aa0ba902b7-{flags}"}
 
 
