@@ -33,7 +33,7 @@ bench: install ## Side-by-side benchmark (generated vs ceiling, FastAPI floor, m
 profile-example: install ## The profiling guide's example: make profile on a bake given a costly function, the fix proved by the gate; writes the bake's docs/profiling-example.md
 	$(BIN)/python -m scripts.profile_example
 
-bench-instructions: install ## Instructions per request of every app and workload, and the price of each option (api_key, jwt, tracing, an Idempotency-Key), counted by valgrind's callgrind (steady where CPU time is not); writes docs/bench/instructions.*
+bench-instructions: install ## Instructions per request of every app and workload, the price of each option (api_key, jwt, tracing, an Idempotency-Key), and the production configuration beside FastAPI doing the same, counted by valgrind's callgrind (steady where CPU time is not); writes docs/bench/instructions.*
 	$(BIN)/python -m bench.instructions --options $(ARGS)
 
 bench-keyset: install ## A list page at depth 1 and 5,000 on a million rows (EXPLAIN ANALYZE), and wrk on by-id, page and a filtered sorted page; prints the figures

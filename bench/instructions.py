@@ -12,7 +12,9 @@ counted; `make bench` measures it with the rest.
 The options (`--options`: all four; or some named in `--apps`, e.g. `--apps generated jwt`) are
 the generated service with one option on, each served the way bench/variants.py serves it to
 bench.features (its bake, its settings, the credentials wrk sends): their price is their count
-beside the generated service's. `make bench-instructions` passes `--options`. Writes
+beside the generated service's. `--options` also counts the production configuration (every
+option on; `--apps production production_fastapi` alone) beside FastAPI doing the same the usual
+way. `make bench-instructions` passes `--options`. Writes
 docs/bench/instructions.{json,md}, keeping the figures of every app this run did not count with
 the date of the run that did.
 """
@@ -46,6 +48,17 @@ OPTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
     "tracing_0.1": ("tracing_0.1", NAMES),
     "idempotent_create": ("off", ("create_keyed",)),
 }
+# The production configuration (bench/variants.py's `production`: auth=jwt and tracing at 10 %,
+# with a fresh Idempotency-Key on every create): the generated service, and FastAPI doing the same
+# the usual way (bench/apps/production_fastapi.py, as bench.run serves it), with the same settings
+# and the same token; the report sets them side by side (bench/instructions_report.py).
+PRODUCTION_WORKLOADS = ("by_id", "page", "create_keyed", "patch", "delete")
+PRODUCTION: dict[str, tuple[str, tuple[str, ...]]] = {
+    "production": ("production", PRODUCTION_WORKLOADS),
+    "production_fastapi": ("production", PRODUCTION_WORKLOADS),
+}
+# What is served with a variant's bake, settings and credentials.
+WITH_VARIANT = {**OPTIONS, **PRODUCTION}
 # Rows seeded for each delete run: under callgrind a server deletes at most a few hundred a second.
 DELETABLE = 5_000
 
@@ -112,16 +125,18 @@ def _served(
     name: str, variants: Variants, database_url: str, port: int, args: argparse.Namespace
 ) -> _Served:
     """How app or option `name` is served on `port`, and which of the run's workloads drive it."""
-    if name not in OPTIONS:
+    if name not in WITH_VARIANT:
         project = variants.project("off")
         env = server_env(project, database_url, port, **app_env(name))
         return _Served(app_commands(project, port)[name], env, "/items/1", {}, args.workloads)
-    variant, applies = OPTIONS[name]
+    variant, applies = WITH_VARIANT[name]
     project = variants.project(variant)
     env = server_env(project, database_url, port, **variants.env(variant))
+    # A reference app of bench/apps under the variant's settings, or else the variant's service.
+    command = app_commands(project, port).get(name, service_command(project))
     workloads = [w for w in applies if w.removesuffix("_keyed") in args.workloads]
     # /healthz: an auth bake answers /items/1 without credentials with a 401.
-    return _Served(service_command(project), env, "/healthz", variants.headers(variant), workloads)
+    return _Served(command, env, "/healthz", variants.headers(variant), workloads)
 
 
 def _measure(
@@ -173,20 +188,21 @@ def main() -> int:
     # As many as the pool has connections: at `make bench`'s 32, a server slowed down fifty times
     # keeps requests past wrk's 2 s timeout. An acquire then never waits (its timer is not counted).
     parser.add_argument("--connections", type=int, default=8)
-    parser.add_argument("--apps", nargs="+", default=list(APPS), choices=[*APPS, *OPTIONS])
-    parser.add_argument("--options", action="store_true", help=f"and {', '.join(OPTIONS)}")
+    parser.add_argument("--apps", nargs="+", default=list(APPS), choices=[*APPS, *WITH_VARIANT])
+    parser.add_argument("--options", action="store_true", help=f"and {', '.join(WITH_VARIANT)}")
     parser.add_argument("--workloads", nargs="+", default=list(NAMES), choices=NAMES)
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "bench")
     # On a host busy with other work a server under valgrind took more than ten minutes to start.
     parser.add_argument("--start-timeout", type=float, default=600, help="seconds to start")
     args = parser.parse_args()
     if args.options:
-        args.apps = [*dict.fromkeys([*args.apps, *OPTIONS])]
+        args.apps = [*dict.fromkeys([*args.apps, *WITH_VARIANT])]
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         print("bench.instructions needs valgrind (apt-get install valgrind)", file=sys.stderr)
         return 2
     work = Path(tempfile.mkdtemp(prefix="bench-instructions-"))
-    variants = Variants(work, ["off", *(OPTIONS[name][0] for name in args.apps if name in OPTIONS)])
+    served_variants = (WITH_VARIANT[name][0] for name in args.apps if name in WITH_VARIANT)
+    variants = Variants(work, ["off", *served_variants])
     workloads = Workloads(variants.project("off"), args.rows)
     devdb = load_dev_module(variants.project("off"), "devdb")
     with devdb.ThrowawayPostgres(work / "pgdata") as postgres, variants:

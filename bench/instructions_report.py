@@ -1,6 +1,7 @@
 """bench.instructions' figures: this run's counts merged over the last run's, and the Markdown of
-both tables (the apps with their ratios; the options, each beside the generated service). Plain
-functions of the recorded counts, so they are tested on given numbers."""
+its tables (the apps with their ratios; the options, each beside the generated service; the
+production configuration beside FastAPI doing the same, with its goal's verdict). Plain functions
+of the recorded counts, so they are tested on given numbers."""
 
 from typing import Any
 
@@ -21,6 +22,14 @@ OPTION_LABELS = {  # the options of bench.instructions' OPTIONS, as the table de
     "tracing_0.1": "TRACING=true, 10 % sampled, no exporter",
     "idempotent_create": "a fresh Idempotency-Key on every create",
 }
+# The production configuration of bench.instructions' PRODUCTION, each beside the other.
+PRODUCTION_LABELS = {
+    "production": "generated service",
+    "production_fastapi": "FastAPI the usual way (bench/apps/production_fastapi.py)",
+}
+# The goal: FastAPI the usual way runs at least this many times the generated service's
+# instructions on every workload, both with production's options on.
+PRODUCTION_GOAL = 1.3
 
 
 def merged(results: dict[str, Any], previous: dict[str, Any]) -> dict[str, Any]:
@@ -28,7 +37,7 @@ def merged(results: dict[str, Any], previous: dict[str, Any]) -> dict[str, Any]:
     # A file written before apps had dates of their own: all its apps share its date.
     dates = {**dict.fromkeys(previous["apps"], previous["date"]), **previous.get("dates", {})}
     apps = {**previous["apps"], **results["apps"]}
-    order = [name for name in (*LABELS, *OPTION_LABELS) if name in apps]
+    order = [name for name in (*LABELS, *OPTION_LABELS, *PRODUCTION_LABELS) if name in apps]
     counted = {*results["workloads"], *previous["workloads"]}
     return {
         **results,
@@ -78,7 +87,7 @@ def markdown(results: dict[str, Any]) -> str:
             for w in workloads
         ]
         for name in per
-        if name not in OPTION_LABELS
+        if name in LABELS
     }
     lines += _table("app", workloads, apps)
     ratios = {}
@@ -105,7 +114,53 @@ def markdown(results: dict[str, Any]) -> str:
             "",
             *_table("option", workloads, options),
         ]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + _production(per, workloads)) + "\n"
+
+
+def _production(per: dict[str, Any], workloads: list[str]) -> list[str]:
+    """The production configuration's table, FastAPI's count over the generated service's, and
+    the goal's verdict on the workloads both were counted on."""
+    if not all(name in per for name in PRODUCTION_LABELS):
+        return []
+    counts = {name: [_thousands(per[name], w) for w in workloads] for name in PRODUCTION_LABELS}
+    rows = {
+        label: ["-" if count is None else f"{count:,.0f}" for count in counts[name]]
+        for name, label in PRODUCTION_LABELS.items()
+    }
+    ratios = {
+        workload: fastapi / generated
+        for workload, generated, fastapi in zip(workloads, *counts.values(), strict=True)
+        if generated and fastapi
+    }
+    rows[f"FastAPI / generated (goal: at least {PRODUCTION_GOAL}x)"] = [
+        f"{ratios[w]:.2f}x" if w in ratios else "-" for w in workloads
+    ]
+    return [
+        "",
+        "The production configuration: `auth=jwt` (one RS256 token on every request), tracing at "
+        "10 % with no exporter, a fresh Idempotency-Key on every create; the generated service "
+        "and FastAPI doing the same the usual way, thousands of instructions per request.",
+        "",
+        *_table("production configuration", workloads, rows),
+        "",
+        production_verdict(ratios),
+    ]
+
+
+def production_verdict(ratios: dict[str, float]) -> str:
+    """Whether FastAPI the usual way runs at least PRODUCTION_GOAL times the generated service's
+    instructions on each workload of `ratios` (FastAPI's count over the generated service's)."""
+    if not ratios:
+        return "Goal not checked: no workload was counted for both."
+    short = {w: ratio for w, ratio in ratios.items() if ratio < PRODUCTION_GOAL}
+    if short:
+        shortfalls = ", ".join(f"{w} {ratio:.2f}x" for w, ratio in short.items())
+        return f"Goal ({PRODUCTION_GOAL}x fewer instructions) **not met** on: {shortfalls}."
+    lowest = min(ratios, key=ratios.__getitem__)
+    return (
+        f"Goal ({PRODUCTION_GOAL}x fewer instructions) met on {', '.join(ratios)}: the lowest "
+        f"ratio is {ratios[lowest]:.2f}x ({lowest})."
+    )
 
 
 def _price(count: float | None, generated: float | None) -> str:

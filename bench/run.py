@@ -49,6 +49,8 @@ def app_commands(project: Path, port: int) -> dict[str, list[str]]:
         "ceiling": [*uvicorn, *_TUNED, "bench.apps.ceiling:app"],
         "fastapi_floor": [*uvicorn, *_TUNED, "bench.apps.fastapi_floor:app"],
         "minimal": [*uvicorn, *_TUNED, "bench.apps.minimal_fastapi:app"],
+        # Production's options on, the usual way: bench.instructions serves it with their settings.
+        "production_fastapi": [*uvicorn, *_TUNED, "bench.apps.production_fastapi:app"],
         # uvicorn's defaults: asyncio loop (uvloop is opt-in on the command line), access log on.
         "baseline": [*uvicorn, "--loop", "asyncio", "bench.apps.baseline_orm:app"],
     }

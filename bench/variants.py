@@ -11,6 +11,9 @@ service's, and the headers wrk sends on every request to it.
   rate_limit      auth=none, RATE_LIMIT_RPS on (a rate never reached: a token taken per request,
                   none refused), the client keyed by its address
   api_key_rate_limit  auth=api_key with the rate limit, the client keyed by its key's digest
+  production      auth=jwt with the verified-token cache and TRACING=true at 10 %, no exporter:
+                  production's options together (bench.instructions sends its creates an
+                  Idempotency-Key each, the `create_keyed` workload)
 
 Spans are made but not exported (OTEL_TRACES_EXPORTER=none): the price measured is the service's,
 not a collector's.
@@ -39,6 +42,7 @@ VARIANTS: dict[str, tuple[str, dict[str, str]]] = {  # name: (auth of the bake, 
     "tracing_1.0": ("none", {**_TRACING, "OTEL_TRACES_SAMPLER_ARG": "1"}),
     "rate_limit": ("none", _UNREACHED_RATE),
     "api_key_rate_limit": ("api_key", {**_API_KEY_HASHES, **_UNREACHED_RATE}),
+    "production": ("jwt", _TRACING),
 }
 # Longer than any run: bench.instructions starts its jwt server well after the token is signed.
 _TOKEN_LIFETIME = 6 * 3600
