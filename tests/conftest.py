@@ -20,6 +20,11 @@ from .serving import Served, migrated_database, start_service
 def pytest_configure(config: pytest.Config) -> None:
     # @pytest.mark.needs("wrk"): skips without the tool, and fails a test that runs one undeclared.
     config.pluginmanager.register(NeedsPlugin(), "needs")
+    # Under `make test` the tests inherit make's variables: a bake's make would then see itself as
+    # a sub-make (announcing "Entering directory" in the output the tests read) and take the outer
+    # make's flags. The bakes' commands run as a user types them, with none of them.
+    for name in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES"):
+        os.environ.pop(name, None)
     # The bakes' `make lint` share one mypy cache per process: their kit/, serving/ and tests are
     # alike, so a bake after the first is checked in seconds, not 25 (mypy checks again what
     # differs, by hash); one per process, as two mypy runs must not write one cache at once.

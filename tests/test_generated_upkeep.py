@@ -92,8 +92,8 @@ def test_pre_commit_hooks_are_make_lints_checks_and_fail_on_a_lint_error(tmp_pat
     assert [hooks[name]["entry"].replace(" --force-exclude", "") + suffix for name, suffix in
             (("ruff-check", " ."), ("ruff-format", " ."), ("mypy", ""), ("lint-migrations", ""))] == lint  # fmt: skip
     # The project's .venv, as `make install` makes it: here the template's, with the same tools.
-    (project / ".venv").mkdir()
-    (project / ".venv" / "bin").symlink_to(VENV_BIN)
+    # (the whole venv: its python finds its packages through the pyvenv.cfg beside bin/)
+    (project / ".venv").symlink_to(VENV_BIN.parent)
     git(project, "init", "-q")
     git(project, "add", "-A")
 

@@ -11,9 +11,7 @@ from pathlib import Path
 
 from .generate import GenerateError, add_resource, remove_resource
 from .openapi import refresh_document, write_document
-from .revision import add_field, add_revision
 from .spec import SpecError
-from .squawk import lint
 from .upkeep import template_update
 
 
@@ -39,8 +37,14 @@ def main(argv: list[str] | None = None) -> int:
     field.add_argument("plural", help="the resource's plural (items)")
     field.add_argument("spec", help="one field of the spec (note:text(500)?:filter)")
     arguments = parser.parse_args(argv)
+    # Imported where used: they need alembic, which the bake's hook (`add`, under cookiecutter's
+    # own Python, the README's way) does not have; the commands that use them run in the venv.
     if arguments.command == "lint-migrations":
+        from .squawk import lint
+
         return lint(arguments.root, arguments.since)
+    if arguments.command in ("revision", "field"):
+        from .revision import add_field, add_revision
     if arguments.command == "revision":
         try:
             print(add_revision(arguments.root, arguments.message))

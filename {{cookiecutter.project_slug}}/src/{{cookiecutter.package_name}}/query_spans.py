@@ -17,7 +17,11 @@ when the statement ends (observability/recorded_spans.py): nothing sees it while
 import re
 from collections.abc import Callable, Coroutine
 from time import time_ns
+{% if cookiecutter.python_version == "3.11" -%}
 from typing import Any, TypeVar, cast
+{%- else -%}
+from typing import Any, cast
+{%- endif %}
 
 from opentelemetry.trace import SpanKind, get_current_span
 
@@ -27,7 +31,9 @@ from .observability.request_spans import UNRECORDED
 
 TRACED_METHODS = ("execute", "executemany", "fetch", "fetchval", "fetchrow")
 _LEADING_COMMENT = re.compile(r"^/\*.*?\*/")
+{%- if cookiecutter.python_version == "3.11" %}
 ConnectionClass = TypeVar("ConnectionClass", bound=type)
+{%- endif %}
 
 
 def span_name(query: str, database: str | None) -> str:
@@ -89,7 +95,11 @@ def _traced(method: Callable[..., Any], spans: SpanRecorder) -> Callable[..., An
     return call
 
 
+{% if cookiecutter.python_version == "3.11" -%}
 def traced(base: ConnectionClass, spans: SpanRecorder) -> ConnectionClass:
+{%- else -%}
+def traced[ConnectionClass: type](base: ConnectionClass, spans: SpanRecorder) -> ConnectionClass:
+{%- endif %}
     """`base` (the pool's connection class) with a span per statement under a recording span."""
     methods = {name: _traced(getattr(base, name), spans) for name in TRACED_METHODS}
     return cast(ConnectionClass, type(f"Traced{base.__name__}", (base,), methods))

@@ -31,6 +31,7 @@ from .guarded import READER, TOKEN_HEADER, WRITER, guarded_router, serve_guarded
 
 FIRST = next(iter(first_resource().fields.model_fields))
 
+
 @pytest.fixture
 def guarded(monkeypatch: pytest.MonkeyPatch) -> APIRouter:
     """The resource's router carries a guard, added the ordinary FastAPI way."""
