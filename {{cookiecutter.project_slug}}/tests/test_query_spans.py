@@ -8,6 +8,7 @@ from typing import Any
 
 import asyncpg
 import pytest
+import structlog
 from opentelemetry.instrumentation.asyncpg import AsyncPGInstrumentor
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -199,6 +200,10 @@ def test_a_connection_without_asyncpgs_pieces_gets_spans_without_its_target_said
         pass
 
     monkeypatch.setattr(asyncpg_internals, "_logged", set())  # said once a process: this once
+    # A logger not used yet: the module's may be bound to the configuration already (structlog
+    # caches a logger on first use), which capture_logs would not see.
+    fresh = structlog.get_logger(asyncpg_internals.__name__)
+    monkeypatch.setattr(asyncpg_internals, "logger", fresh)
 
     with capture_logs() as logs:
         for _ in range(2):
