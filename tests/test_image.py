@@ -95,7 +95,8 @@ def test_compose_runs_postgres_then_a_one_shot_migration_then_the_app_on_one_cor
     compose = yaml.safe_load((default_project / "compose.yaml").read_text())
     services = compose["services"]
     assert services["db"]["healthcheck"]["test"]
-    assert services["migrate"]["command"] == ["alembic", "upgrade", "heads"]
+    (package,) = [path.parent.name for path in (default_project / "src").glob("*/__main__.py")]
+    assert services["migrate"]["command"] == ["python", "-m", package, "migrate"]
     assert services["migrate"]["depends_on"]["db"]["condition"] == "service_healthy"
     app = services["app"]
     assert app["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
@@ -116,9 +117,9 @@ def test_image_command_serves_and_drains_outside_a_container(
     `docker compose up` runs it), after compose's migrate command."""
     image_env, command, stop_signal = _dockerfile_runtime(default_project)
     compose = yaml.safe_load((default_project / "compose.yaml").read_text())
-    migrate = run(
-        default_project, *compose["services"]["migrate"]["command"], DATABASE_URL=fresh_database
-    )
+    python, *arguments = compose["services"]["migrate"]["command"]
+    assert python == "python"
+    migrate = run(default_project, sys.executable, *arguments, DATABASE_URL=fresh_database)
     assert migrate.returncode == 0, migrate.stderr
     devdb = load_dev_module(default_project, "devdb")
     port = devdb.free_port()
