@@ -89,8 +89,9 @@ def test_pre_commit_hooks_are_make_lints_checks_and_fail_on_a_lint_error(tmp_pat
         .stdout.strip()
         .split(" && ")
     )
-    assert [hooks[name]["entry"].replace(" --force-exclude", "") + suffix for name, suffix in
-            (("ruff-check", " ."), ("ruff-format", " ."), ("mypy", ""), ("lint-migrations", ""))] == lint  # fmt: skip
+    checks = (("ruff-check", " ."), ("ruff-format", " ."), ("mypy", ""), ("lint-migrations", ""))
+    entries = [hooks[name]["entry"].replace(" --force-exclude", "") + end for name, end in checks]
+    assert entries == lint
     # The project's .venv, as `make install` makes it: here the template's, with the same tools.
     # (the whole venv: its python finds its packages through the pyvenv.cfg beside bin/)
     (project / ".venv").symlink_to(VENV_BIN.parent)
