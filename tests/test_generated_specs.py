@@ -88,7 +88,7 @@ FOUND: dict[str, tuple[OptionSet, tuple[str, ...]]] = {
             resource="test_case",
             resource_plural="test_cases",
         ),
-        ("tests/test_cases/test_listing.py",),
+        ("tests/test_cases",),
     ),
 }
 

@@ -101,7 +101,8 @@ def pgbouncer_url(
         _wait_until_accepting(process, url, folder / "pgbouncer.log")
         yield url
     finally:
-        process.terminate()
+        # A throwaway: killed, not asked to stop (its shutdown may wait on clients still connected).
+        process.kill()
         process.wait(timeout=10)
         assert process.stderr is not None
         process.stderr.close()
