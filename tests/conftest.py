@@ -35,7 +35,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 # The seeds of the tests that draw random examples (record_property("SPECS_SEED", ...)), printed
-# at the end of the run, passed or not, so that any run can be replayed; with -n 2 the reports,
+# at the end of the run, passed or not, so that any run can be replayed; with -n the reports,
 # their properties with them, reach this process from the workers.
 _seeds: list[str] = []
 
