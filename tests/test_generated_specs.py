@@ -90,6 +90,12 @@ FOUND: dict[str, tuple[OptionSet, tuple[str, ...]]] = {
         ),
         ("tests/test_cases",),
     ),
+    # A resource folder named like a unit: the bake's reference check took a docstring's
+    # "us/request" (microseconds) for a path into tests/us/.
+    "a-resource-named-like-a-unit": (
+        OptionSet("label:str(40)", resource="u", resource_plural="us"),
+        ("tests/test_references.py",),
+    ),
 }
 
 

@@ -52,8 +52,9 @@ def regressions(summary: dict[str, dict[str, Any]], margin: float) -> list[str]:
 
 
 def table(summary: dict[str, dict[str, Any]], margin: float) -> str:
-    """The summary as text: medians of CPU us/request, head/base (median of the rounds' pairs),
-    the range of the rounds' pairs, and the verdict; throughput for information only."""
+    """The summary as text: medians of CPU microseconds a request, head/base (median of the
+    rounds' pairs), the range of the rounds' pairs, and the verdict; throughput for information
+    only."""
     width = max([len("scenario"), *map(len, summary)])
     lines = [
         f"{'scenario':{width}} {'base us/req':>11} {'head us/req':>11} {'head/base':>9} "
