@@ -16,7 +16,10 @@ from .option_sets import OPTION_SETS, Baked, bake_option_set
 # venv after `make install`), and api_key x jobs's with the specs users reported in
 # tests/test_upgrade.py (its suite after `make template-update`, which runs it).
 ELSEWHERE = {"default", "api-key-jobs-products"}
-HERE = [name for name in OPTION_SETS if name not in ELSEWHERE]
+# The jwt sets' suites in tests/test_generated_suites_jwt.py: `make test`'s processes each take a
+# file, and these suites are its longest.
+JWT = [name for name in OPTION_SETS if OPTION_SETS[name].get("auth") == "jwt"]
+HERE = [name for name in OPTION_SETS if name not in ELSEWHERE and name not in JWT]
 
 
 @pytest.fixture(scope="module", params=HERE, ids=HERE)

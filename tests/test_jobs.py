@@ -1,5 +1,7 @@
-"""The jobs option: `jobs=postgres` bakes the queue, the worker and their tests, which pass on a
-real PostgreSQL with real worker processes; `jobs=none` bakes none of it."""
+"""The jobs option: `jobs=postgres` bakes the queue, the worker and their tests; `jobs=none` bakes
+none of it. A jobs bake's `make install`, `make lint` and whole suite (its worker's tests on a real
+PostgreSQL with real worker processes among them) run with the option sets'
+(tests/option_sets.py)."""
 
 import json
 import sys
@@ -8,8 +10,6 @@ from pathlib import Path
 import pytest
 
 from .baking import bake, run
-
-JOBS_TESTS = ("tests/kit/test_events.py", "tests/worker", "tests/test_drift.py")
 
 
 def test_a_jobs_bake_has_the_worker_the_queue_migration_and_pgqueuer(jobs_project: Path) -> None:
@@ -45,30 +45,6 @@ def test_a_bake_without_jobs_has_no_worker_no_queue_and_no_pgqueuer(tmp_path: Pa
     assert "pgqueuer" not in (project / "pyproject.toml").read_text()
     assert "worker" not in (package / "__main__.py").read_text()
     assert "enqueue_event" not in (package / "items" / "routes.py").read_text()
-
-
-@pytest.mark.serial  # its suite times deliveries (a commit picked up within 100 ms)
-def test_a_jobs_bake_installs_lints_and_passes_its_jobs_tests(
-    jobs_project: Path, postgres_url: str
-) -> None:
-    """The user's path for the option: `make install`, `make lint`, then the queue's tests."""
-    for target in ("install", "lint"):
-        result = run(jobs_project, "make", target, PYTHONPATH="")
-        assert result.returncode == 0, (
-            f"make {target}:\n{result.stdout[-3000:]}{result.stderr[-3000:]}"
-        )
-    result = run(
-        jobs_project,
-        str(jobs_project / ".venv" / "bin" / "pytest"),
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        *JOBS_TESTS,
-        DATABASE_URL=postgres_url,
-        PYTHONPATH="",
-    )
-    assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-2000:]
-    assert " passed" in result.stdout
 
 
 @pytest.mark.serial
