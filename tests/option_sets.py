@@ -4,8 +4,11 @@ the specs users reported; baked, finished as `make install` finishes a bake, and
 on as a user goes on (`make resource`, `make resource-remove`)."""
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from .readme_way import bake_readme_way, finish, make
 
@@ -96,3 +99,19 @@ def bake_option_set(name: str, cookiecutter: Path, folder: Path) -> Baked:
             assert done.returncode == 0, f"make {step}: {done.stdout[-2000:]}{done.stderr[-2000:]}"
         context = {**context, "resources": ["orders", "tickets"], "removed": first}
     return project, context
+
+
+def baked_variants(names: list[str]) -> Callable[..., Baked]:
+    """A module's `variant` fixture: each named option set baked the README's way, once a module."""
+
+    @pytest.fixture(scope="module", params=names, ids=names)
+    def variant(
+        request: pytest.FixtureRequest,
+        readme_cookiecutter: Path,
+        tmp_path_factory: pytest.TempPathFactory,
+    ) -> Baked:
+        return bake_option_set(
+            request.param, readme_cookiecutter, tmp_path_factory.mktemp(request.param)
+        )
+
+    return variant

@@ -4,12 +4,11 @@ Apart from their lint and their other checks (tests/test_generation.py), so that
 share them."""
 
 import sys
-from pathlib import Path
 
 import pytest
 
 from .baking import PYTEST, run
-from .option_sets import OPTION_SETS, Baked, bake_option_set
+from .option_sets import OPTION_SETS, Baked, baked_variants
 
 # Two option sets' suites run elsewhere, on the same options, rather than twice: the default
 # one's in tests/test_pip_install.py (a bake made the README's way, its suite with the bake's own
@@ -22,15 +21,7 @@ JWT = [name for name in OPTION_SETS if OPTION_SETS[name].get("auth") == "jwt"]
 HERE = [name for name in OPTION_SETS if name not in ELSEWHERE and name not in JWT]
 
 
-@pytest.fixture(scope="module", params=HERE, ids=HERE)
-def variant(
-    request: pytest.FixtureRequest,
-    readme_cookiecutter: Path,
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Baked:
-    return bake_option_set(
-        request.param, readme_cookiecutter, tmp_path_factory.mktemp(request.param)
-    )
+variant = baked_variants(HERE)
 
 
 def test_variant_passes_its_own_suite_on_postgres(variant: Baked, postgres_url: str) -> None:

@@ -19,22 +19,14 @@ import pytest
 
 from . import composing
 from .baking import TEMPLATE, bake, load_dev_module, load_loadtest, tool_env
-from .option_sets import OPTION_SETS, Baked, bake_option_set
+from .option_sets import OPTION_SETS, Baked, baked_variants
 from .readme_way import make
 from .serving import migrated_database, wait_until_answering
 
 UNRENDERED = re.compile(r"\{\{\s*cookiecutter|\{%|cookiecutter\.")
 
 
-@pytest.fixture(scope="module", params=list(OPTION_SETS), ids=list(OPTION_SETS))
-def variant(
-    request: pytest.FixtureRequest,
-    readme_cookiecutter: Path,
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Baked:
-    return bake_option_set(
-        request.param, readme_cookiecutter, tmp_path_factory.mktemp(request.param)
-    )
+variant = baked_variants(list(OPTION_SETS))
 
 
 def _resources(context: dict[str, Any]) -> list[str]:
