@@ -96,6 +96,13 @@ FOUND: dict[str, tuple[OptionSet, tuple[str, ...]]] = {
         OptionSet("label:str(40)", resource="u", resource_plural="us"),
         ("tests/test_references.py",),
     ),
+    # `{}` a whole create whose unique field takes its default: the body-limit test of
+    # test_dispatch_changed_app.py sends `{}` under the limit three times (the dispatch's answer
+    # and FastAPI's twice), a 201 then 409s, so the answers differ. Not fixed yet: KNOWN_FAILING.
+    "a-unique-field-with-a-default-and-none-required": (
+        OptionSet("code:str(20)=abc:unique"),
+        ("tests/kit/test_dispatch_changed_app.py",),
+    ),
 }
 
 
@@ -134,7 +141,19 @@ def test_random_option_sets_bake_the_readmes_way_lint_and_pass_their_suite(
     bakes_green()
 
 
-@pytest.mark.parametrize("name", list(FOUND))
+# Found failing and not fixed yet: run every time, expected to fail until fixed (strict).
+KNOWN_FAILING = {"a-unique-field-with-a-default-and-none-required"}
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(name, marks=pytest.mark.xfail(strict=True, reason="not fixed yet"))
+        if name in KNOWN_FAILING
+        else name
+        for name in FOUND
+    ],
+)
 def test_an_option_set_found_failing_bakes_lints_and_passes(
     name: str, readme_cookiecutter: Path, postgres_url: str, tmp_path: Path
 ) -> None:
