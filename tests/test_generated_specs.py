@@ -97,8 +97,8 @@ FOUND: dict[str, tuple[OptionSet, tuple[str, ...]]] = {
         ("tests/test_references.py",),
     ),
     # `{}` a whole create whose unique field takes its default: the body-limit test of
-    # test_dispatch_changed_app.py sends `{}` under the limit three times (the dispatch's answer
-    # and FastAPI's twice), a 201 then 409s, so the answers differ. Not fixed yet: KNOWN_FAILING.
+    # test_dispatch_changed_app.py sent `{}` under the limit three times (the dispatch's answer
+    # and FastAPI's twice), a 201 then 409s, so the answers differed; it sends a list now.
     "a-unique-field-with-a-default-and-none-required": (
         OptionSet("code:str(20)=abc:unique"),
         ("tests/kit/test_dispatch_changed_app.py",),
@@ -142,7 +142,7 @@ def test_random_option_sets_bake_the_readmes_way_lint_and_pass_their_suite(
 
 
 # Found failing and not fixed yet: run every time, expected to fail until fixed (strict).
-KNOWN_FAILING = {"a-unique-field-with-a-default-and-none-required"}
+KNOWN_FAILING: set[str] = set()
 
 
 @pytest.mark.parametrize(
