@@ -141,19 +141,7 @@ def test_random_option_sets_bake_the_readmes_way_lint_and_pass_their_suite(
     bakes_green()
 
 
-# Found failing and not fixed yet: run every time, expected to fail until fixed (strict).
-KNOWN_FAILING: set[str] = set()
-
-
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(name, marks=pytest.mark.xfail(strict=True, reason="not fixed yet"))
-        if name in KNOWN_FAILING
-        else name
-        for name in FOUND
-    ],
-)
+@pytest.mark.parametrize("name", list(FOUND))
 def test_an_option_set_found_failing_bakes_lints_and_passes(
     name: str, readme_cookiecutter: Path, postgres_url: str, tmp_path: Path
 ) -> None:
