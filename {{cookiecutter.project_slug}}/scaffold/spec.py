@@ -165,7 +165,9 @@ class Field:
         if self.type == "date":
             year, month, day = (int(part) for part in self.default.split("-"))
             return f"date({year}, {month}, {day})"
-        return repr(self.default).replace("'", '"')
+        # Double quotes as ruff writes them; the spec refuses `"` and `\` in a default, so the
+        # text needs no escaping (a `'` in it stays as it is).
+        return f'"{self.default}"'
 
     @property
     def kit_names(self) -> set[str]:

@@ -1,5 +1,6 @@
 """scaffold/: the field spec's grammar, what each field becomes, and the names it refuses."""
 
+import ast
 import shutil
 import tomllib
 from pathlib import Path
@@ -51,6 +52,13 @@ def test_every_type_becomes_its_annotation_and_its_column() -> None:
         "price",
         "ref",
     ]
+
+
+def test_a_default_with_a_single_quote_is_written_as_python_and_sql_that_read_it_back() -> None:
+    (field,) = parse("motto:str(40)=it's,ok")
+    assert field.python_default is not None
+    assert ast.literal_eval(field.python_default) == "it's,ok"
+    assert field.sql_default == "'it''s,ok'"
 
 
 @pytest.mark.parametrize(
