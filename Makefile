@@ -54,9 +54,10 @@ native-tools: ## Install the native tools the tests drive (wrk, hey, ...: tests/
 test: lint native-tools ## Lint, then run the template's tests: bake variants, lint them, run their suites on PostgreSQL
 	# Three processes share the tests that measure nothing (each test file on one of them, so that
 	# a file's bakes are made once): on two cores, as a bake's suite waits about half its time (its
-	# worker's probes, restarts and retries); those marked `serial` (latency, rates, timeouts) run
-	# after, alone. --durations: what CI's time goes to, printed with each run.
-	$(BIN)/pytest tests -n 3 --dist loadfile -m "not serial" --durations=15
+	# worker's probes, restarts and retries), the longest files first (tests/conftest.py); those
+	# marked `serial` (latency, rates, timeouts) run after, alone. --durations: what CI's time goes
+	# to, printed with each run.
+	$(BIN)/pytest tests -n 3 --dist loadfile --no-loadscope-reorder -m "not serial" --durations=15
 	$(BIN)/pytest tests -m serial --durations=10
 
 # The generator's property test at length: SPECS_SHARDS x SPECS_EXAMPLES random option sets (each

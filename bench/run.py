@@ -103,7 +103,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 a: {w: [] for w in args.workloads} for a in args.apps
             }
             servers = {name: psutil.Process(process.pid) for name, process in processes.items()}
-            for workload in args.workloads:  # warm-up: JIT-free Python still fills caches and pools
+            # Warm-up: JIT-free Python still fills caches and pools.
+            for workload in args.workloads if args.warmup > 0 else ():
                 for name in args.apps:
                     drive(workloads, servers[name], bases[name], workload,
                           database_url=postgres.url, seconds=args.warmup,
@@ -146,7 +147,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--duration", type=int, default=5, help="seconds per timed run")
     parser.add_argument(
-        "--warmup", type=int, default=2, help="seconds of warm-up per app and workload"
+        "--warmup", type=int, default=2, help="seconds of warm-up per app and workload (0: none)"
     )
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--connections", type=int, default=32)

@@ -4,6 +4,7 @@ by the baked suites, and for the fault tests a PostgreSQL of their own that they
 import os
 import shutil
 import tempfile
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -32,6 +33,37 @@ def pytest_configure(config: pytest.Config) -> None:
     cache = tempfile.mkdtemp(prefix="template-tests-mypy-")
     os.environ["MYPY_CACHE_DIR"] = cache
     config.add_cleanup(lambda: shutil.rmtree(cache, ignore_errors=True))
+
+
+# The files whose tests bake and run whole suites, longest first (from `make test`'s --durations).
+# `make test` hands its processes whole files in this order (--no-loadscope-reorder; xdist would
+# otherwise put the files with the most tests first, these last, and one process would run the
+# last two long ones alone while the others had finished). Each is followed by a file of many short
+# tests (the most first): a process takes a file more while its own has two tests or fewer left to
+# run, which would otherwise be the next long one.
+LONGEST_FIRST = (
+    "test_generated_suites.py",
+    "test_upgrade.py",
+    "test_generated_suites_jwt.py",
+    "test_generated_specs.py",
+    "test_generation.py",
+    "test_lowest_versions.py",
+    "test_guide_schema.py",
+    "test_pip_install.py",
+    "test_bench_instructions.py",
+    "test_guides.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    tests = Counter(item.path.name for item in items)
+    short = sorted((name for name in tests if name not in LONGEST_FIRST), key=lambda n: -tests[n])
+    order: list[str] = []
+    for name in [name for name in LONGEST_FIRST if name in tests]:
+        order += [name, *short[:1]]
+        short = short[1:]
+    rank = {name: index for index, name in enumerate(order + short)}
+    items.sort(key=lambda item: rank[item.path.name])  # stable: each file's own order kept
 
 
 # The seeds of the tests that draw random examples (record_property("SPECS_SEED", ...)), printed

@@ -10,14 +10,17 @@ import pytest
 from .baking import PYTEST, run
 from .option_sets import OPTION_SETS, Baked, baked_variants
 
-# Two option sets' suites run elsewhere, on the same options, rather than twice: the default
+# Three option sets' suites run elsewhere, on the same options, rather than twice: the default
 # one's in tests/test_pip_install.py (a bake made the README's way, its suite with the bake's own
-# venv after `make install`), and api_key x jobs's with the specs users reported in
-# tests/test_upgrade.py (its suite after `make template-update`, which runs it).
-ELSEWHERE = {"default", "api-key-jobs-products"}
+# venv after `make install`), api_key x jobs's with the specs users reported in
+# tests/test_upgrade.py (its suite after `make template-update`, which runs it), and the short
+# unique field's in tests/test_lowest_versions.py (its suite on the oldest versions allowed).
+ELSEWHERE = {"default", "api-key-jobs-products", "jwt-short-unique-field"}
 # The jwt sets' suites in tests/test_generated_suites_jwt.py: `make test`'s processes each take a
 # file, and these suites are its longest.
-JWT = [name for name in OPTION_SETS if OPTION_SETS[name].get("auth") == "jwt"]
+JWT = [
+    name for name in OPTION_SETS if OPTION_SETS[name].get("auth") == "jwt" and name not in ELSEWHERE
+]
 HERE = [name for name in OPTION_SETS if name not in ELSEWHERE and name not in JWT]
 
 

@@ -65,10 +65,11 @@ def test_the_knee_test_starts_a_guarded_service_that_lets_every_request_in(
 ) -> None:
     project, database_url = request.getfixturevalue(f"{auth}_bake")
     # api_key: the key given is the one the started service accepts; jwt: the run signs its own.
+    # The mixed scenario: reads and writes (jwt: both scopes) in one sweep and one search.
     env = {"DATABASE_URL": database_url, **(HEADERS if auth == "api_key" else {})}
     result = run(
         project, sys.executable, "-m", "loadtest", "--results", str(tmp_path / "results"),
-        "run", "--scenarios", "items.by_id,items.patch", *QUICK, "--no-wrk", timeout=240, **env,
+        "run", "--scenarios", "items.mixed", *QUICK, "--no-wrk", timeout=240, **env,
     )  # fmt: skip
     output = result.stdout + result.stderr
     found = list((tmp_path / "results").glob("*.json"))
@@ -76,6 +77,7 @@ def test_the_knee_test_starts_a_guarded_service_that_lets_every_request_in(
     results: dict[str, Any] = json.loads(found[0].read_text())
     assert results["target"]["started_here"] is True
     assert results["client"]["probe"]["errors"] == 0
+    assert set(results["scenarios"]) == {"items.mixed"}
     for name, scenario in results["scenarios"].items():
         steps = scenario["steps"]
         assert [step["concurrency"] for step in steps] == [2, 8], name

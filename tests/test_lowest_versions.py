@@ -1,14 +1,17 @@
 """The lower bounds of a baked pyproject.toml are true: installed at the oldest versions they allow
 for each direct dependency (`make install-lowest`, uv's --resolution lowest-direct), the bake
-passes its own suite. The auth=jwt bake, whose runtime needs three packages more than the others.
+passes its own suite. An auth=jwt bake, whose runtime needs three packages more than the others:
+the option set with a short unique field (tests/option_sets.py), whose suite runs here alone.
 """
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from .baking import VENV_BIN, bake, run
+from .option_sets import OPTION_SETS
 
 pytestmark = pytest.mark.slow
 
@@ -20,7 +23,8 @@ def test_jwt_bake_passes_its_suite_on_the_oldest_versions_its_bounds_allow(
     tmp_path: Path, postgres_url: str
 ) -> None:
     assert shutil.which("uv", path=str(VENV_BIN)), "uv belongs to the template's venv"
-    project = bake(tmp_path, auth="jwt")
+    options: dict[str, Any] = OPTION_SETS["jwt-short-unique-field"]
+    project = bake(tmp_path, **options)
     venv = tmp_path / "lowest"
     installed = run(project, "make", "install-lowest", f"VENV={venv}", timeout=600, PYTHONPATH="")
     assert installed.returncode == 0, installed.stdout[-3000:] + installed.stderr[-3000:]

@@ -115,7 +115,7 @@ def test_baked_service_sheds_load_over_its_concurrency_limit(
 @pytest.mark.serial
 @pytest.mark.needs("wrk")
 def test_bench_driver_runs_end_to_end(tmp_path: Path) -> None:
-    """`make bench` in miniature: every app, every workload, one round of one second."""
+    """`make bench` in miniature: every app, every workload, one round of one second, no warm-up."""
     out = tmp_path / "out"
     # Not under pytest's own temporary tree: another pytest run resets its parent to mode 0700,
     # which the unprivileged PostgreSQL user then cannot traverse.
@@ -123,7 +123,7 @@ def test_bench_driver_runs_end_to_end(tmp_path: Path) -> None:
     # The limit guards against a hang, not for speed: 240 s ran out on a shared 2-core machine
     # (load average 11) before the run did.
     result = subprocess.run(
-        [sys.executable, "-m", "bench.run", "--duration", "1", "--warmup", "1", "--rounds", "1",
+        [sys.executable, "-m", "bench.run", "--duration", "1", "--warmup", "0", "--rounds", "1",
          "--rows", "2000", "--out", str(out), "--workdir", str(workdir)],
         cwd=TEMPLATE, env={**os.environ, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ['PATH']}"},
         capture_output=True, text=True, timeout=600, check=False,
