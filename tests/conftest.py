@@ -55,6 +55,7 @@ LONGEST_FIRST = (
 )
 
 
+@pytest.hookimpl(trylast=True)  # after `-m` has deselected: the tests that will run
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     tests = Counter(item.path.name for item in items)
     short = sorted((name for name in tests if name not in LONGEST_FIRST), key=lambda n: -tests[n])

@@ -14,7 +14,8 @@ from .option_sets import OPTION_SETS, Baked, baked_variants
 # one's in tests/test_pip_install.py (a bake made the README's way, its suite with the bake's own
 # venv after `make install`), api_key x jobs's with the specs users reported in
 # tests/test_upgrade.py (its suite after `make template-update`, which runs it), and the short
-# unique field's in tests/test_lowest_versions.py (its suite on the oldest versions allowed).
+# unique field's (jwt without jobs) in tests/test_lowest_versions.py, on the oldest versions its
+# bounds allow: jwt's code runs on the newest in the jwt x jobs set's suite.
 ELSEWHERE = {"default", "api-key-jobs-products", "jwt-short-unique-field"}
 # The jwt sets' suites in tests/test_generated_suites_jwt.py: `make test`'s processes each take a
 # file, and these suites are its longest.

@@ -6,12 +6,12 @@ the option set with a short unique field (tests/option_sets.py), whose suite run
 
 import shutil
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from .baking import VENV_BIN, bake, run
+from .baking import VENV_BIN, run
 from .option_sets import OPTION_SETS
+from .readme_way import bake_readme_way, finish
 
 pytestmark = pytest.mark.slow
 
@@ -20,11 +20,13 @@ SUITE_SECONDS = 480
 
 
 def test_jwt_bake_passes_its_suite_on_the_oldest_versions_its_bounds_allow(
-    tmp_path: Path, postgres_url: str
+    tmp_path: Path, postgres_url: str, readme_cookiecutter: Path
 ) -> None:
     assert shutil.which("uv", path=str(VENV_BIN)), "uv belongs to the template's venv"
-    options: dict[str, Any] = OPTION_SETS["jwt-short-unique-field"]
-    project = bake(tmp_path, **options)
+    # Baked the README's way and finished as `make install` finishes it, as the option sets are.
+    options = OPTION_SETS["jwt-short-unique-field"]
+    project = bake_readme_way(readme_cookiecutter, tmp_path / "bake", **options)
+    finish(project)
     venv = tmp_path / "lowest"
     installed = run(project, "make", "install-lowest", f"VENV={venv}", timeout=600, PYTHONPATH="")
     assert installed.returncode == 0, installed.stdout[-3000:] + installed.stderr[-3000:]

@@ -108,27 +108,34 @@ def fsync_speed(found: dict[str, str]) -> dict[str, Any]:
     try:
         process = subprocess.Popen(
             [program, "-s", str(FSYNC_SECONDS), "-f", str(target)],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            env={**os.environ, "LC_ALL": "C"},  # its figures with a decimal point, in English
         )  # fmt: skip
     except OSError as error:
         return {"skipped": f"pg_test_fsync: {error}"}
     deadline = threading.Timer(FSYNC_DEADLINE_SECONDS, process.kill)  # a disk that never answers
     deadline.start()
     match = None
+    last = ""  # its last line, to say why where it gave no figure
     try:
         with process:  # closes its pipe and waits for it
-            for line in process.stdout or ():
-                if "using two" in line:  # past the first table
-                    break
-                match = line_of_method.match(line)
-                if match:
-                    break
-            process.kill()
+            try:
+                for line in process.stdout or ():
+                    last = line.strip() or last
+                    if "using two" in line:  # past the first table
+                        break
+                    match = line_of_method.match(line)
+                    if match:
+                        break
+            finally:
+                process.kill()
     finally:
+        timed_out = not deadline.is_alive() and match is None
         deadline.cancel()
         target.unlink(missing_ok=True)
     if match is None:
-        return {"skipped": f"pg_test_fsync gave no figure for {method}"}
+        why = f"no answer within {FSYNC_DEADLINE_SECONDS} s" if timed_out else f"last said {last!r}"
+        return {"skipped": f"pg_test_fsync gave no figure for {method} ({why})"}
     return {
         "method": method,
         "ops_per_s": float(match.group(1)),

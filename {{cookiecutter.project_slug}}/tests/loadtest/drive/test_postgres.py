@@ -1,6 +1,7 @@
 """The database a run states beside its verdict: its settings, and its disk's fsync time by
 pg_test_fsync, which is stopped once it has written the one figure the run states."""
 
+import os
 import time
 from pathlib import Path
 
@@ -8,8 +9,9 @@ import pytest
 from loadtest.drive import postgres
 
 # pg_test_fsync's first table holds five methods, a test of FSYNC_SECONDS each; its whole run is
-# five tables, some twenty tests.
+# five tables, some seventeen tests. Time for its 16 MB scratch file on a busy disk, besides.
 FIRST_TABLE_SECONDS = 5 * postgres.FSYNC_SECONDS
+SCRATCH_SECONDS = 8
 
 
 def test_the_disks_fsync_is_the_servers_method_read_from_the_first_table_alone(
@@ -26,5 +28,5 @@ def test_the_disks_fsync_is_the_servers_method_read_from_the_first_table_alone(
     assert fsync["method"] == found["wal_sync_method"]
     assert fsync["ops_per_s"] > 0
     assert fsync["ms_per_sync"] > 0
-    assert elapsed < FIRST_TABLE_SECONDS + 5, elapsed  # not its other four tables
-    assert not list(Path(fsync["file"]).glob("pg_test_fsync.*"))  # its scratch file is gone
+    assert elapsed < FIRST_TABLE_SECONDS + SCRATCH_SECONDS, elapsed  # not its other four tables
+    assert not (Path(fsync["file"]) / f"pg_test_fsync.{os.getpid()}").exists()  # scratch gone
