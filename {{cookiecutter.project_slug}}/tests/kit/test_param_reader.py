@@ -225,12 +225,22 @@ def _masked(key: str, item: Any, row_id: int, sent: Sent) -> Any:
     return _normalised(item, row_id, sent)
 
 
+def _sent_for(row: dict[str, Any], row_id: int, sent: Sent) -> Sent:
+    """The bodies a row's values may come from: all sent for the fresh row (created, then
+    changed by the request), the request's own for a row it created, none for an older row. A
+    value a row took from elsewhere (a declared default) is compared as it is, even where a
+    body that is not the row's sent it."""
+    if row["id"] == row_id:
+        return sent
+    return sent[1:] if _is_new(row["id"], row_id) else []
+
+
 def _normalised(value: Any, row_id: int, sent: Sent) -> Any:
     """The answer with what differs by construction (new rows' ids, the fresh values sent,
     timestamps) masked."""
     if isinstance(value, dict):
-        if "id" in value and not _is_new(value["id"], row_id):
-            sent = []  # a row neither app's request sent: the same for both
+        if isinstance(value.get("id"), int):
+            sent = _sent_for(value, row_id, sent)
         return {key: _masked(key, item, row_id, sent) for key, item in value.items()}
     if isinstance(value, list):
         return [_normalised(item, row_id, sent) for item in value]
@@ -243,7 +253,7 @@ def _normalised(value: Any, row_id: int, sent: Sent) -> Any:
 async def _answer(http: httpx.AsyncClient, shape: Shape) -> tuple[Any, ...]:
     method, path, body, headers = shape
     fresh = new_body()
-    sent = [fresh]
+    sent = [fresh]  # then the bodies the request sends
     row_id = (await http.post(BASE, json=fresh)).json()["id"]
     url = BASE + path.replace("{id}", str(row_id))
     content = None if body is None else body(sent)
