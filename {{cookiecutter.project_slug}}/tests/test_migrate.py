@@ -121,6 +121,19 @@ async def test_a_revision_blocked_by_a_long_transaction_is_tried_again_and_appli
     assert await run_sql(scratch_url, columns + " AND attname = 'migrate_probe'") == 1
 
 
+async def test_the_migrate_command_runs_without_importing_the_service(
+    project: Path, scratch_url: str
+) -> None:
+    """The migration Job's start-up: alembic, not FastAPI and the routes (__main__.py imports
+    each command's modules in the command)."""
+    code, stderr = await _migrated(project, scratch_url, PYTHONPROFILEIMPORTTIME="1")
+    assert code == 0, stderr
+    imported = {line.rpartition("|")[2].strip() for line in stderr.splitlines()}
+    assert "alembic" in imported  # the import times were written
+    service = {f"{PACKAGE}.serving", f"{PACKAGE}.kit", "fastapi", "starlette"}
+    assert not service & imported
+
+
 async def test_a_revision_still_blocked_after_the_last_attempt_fails_naming_the_lock_holder(
     project: Path, scratch_url: str
 ) -> None:

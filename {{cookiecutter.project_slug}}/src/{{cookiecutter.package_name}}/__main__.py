@@ -15,17 +15,12 @@ held as failed, and queuing them again (worker/failed_jobs.py).
 {%- endif %}
 """
 
-import asyncio
 import sys
 from pathlib import Path
 
-from pydantic import ValidationError
-
-from .kit.cursor_keys import rotate_cursor_key
-from .serving import server
-from .settings import {% if cookiecutter.auth != "none" %}CommandSettings, {% endif %}Settings
-from .settings_sources import describe_error
-
+# Each command imports what it runs and no more (hence the imports below, in `main`): the
+# migration Job's `migrate` starts without the service's modules (FastAPI and the routes are
+# half a second of CPU a start), and the server without alembic and SQLAlchemy.
 COMMANDS = ("migrate", "rotate-cursor-key"{% if cookiecutter.jobs == "postgres" %}, "worker", "jobs"{% endif %})
 # The commands that take arguments of their own.
 WITH_ARGUMENTS: tuple[str, ...] = ({% if cookiecutter.jobs == "postgres" %}"jobs",{% endif %})
@@ -42,6 +37,11 @@ def main(arguments: tuple[str, ...] = ()) -> int:
         from .migrate import migrate  # deploy-time only: the server never imports alembic
 
         return migrate(Path.cwd())
+    from pydantic import ValidationError
+
+    from .settings import {% if cookiecutter.auth != "none" %}CommandSettings, {% endif %}Settings
+    from .settings_sources import describe_error
+
     try:
 {%- if cookiecutter.auth != "none" %}
         # A command answers no request: it needs none of the credentials' settings.
@@ -53,6 +53,10 @@ def main(arguments: tuple[str, ...] = ()) -> int:
         print(describe_error(error), file=sys.stderr)
         return 2
     if arguments == ("rotate-cursor-key",):
+        import asyncio
+
+        from .kit.cursor_keys import rotate_cursor_key
+
         rotated_at = asyncio.run(rotate_cursor_key(settings))
         print(f"cursor key rotated at {rotated_at}; restart the pods (a rollout) to sign with it")
         return 0
@@ -66,6 +70,8 @@ def main(arguments: tuple[str, ...] = ()) -> int:
 
         return jobs_command(settings, arguments[1:])
 {%- endif %}
+    from .serving import server
+
     problem = server.framework_problem()
     if problem is not None:
         print(problem, file=sys.stderr)
