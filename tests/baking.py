@@ -115,3 +115,18 @@ def load_dev_module(project: Path, module: str) -> Any:
         sys.modules[name] = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(sys.modules[name])
     return sys.modules[name]
+
+
+# The shipped search bisects to 5 %: what these tests assert (the search's laws, the verdicts)
+# holds at any precision, and each bisection step is a trial or two of every scenario they run.
+SHIPPED_PRECISION = "\nprecision = 0.05\n"
+
+
+def coarse_search_budget(project: Path, folder: Path, *, more: str = "") -> Path:
+    """The bake's loadtest/budget.toml with a search that stops within 20 % (`more` appended),
+    written into `folder`."""
+    budget = (project / "loadtest" / "budget.toml").read_text()
+    assert SHIPPED_PRECISION in budget
+    path = folder / "budget.toml"
+    path.write_text(budget.replace(SHIPPED_PRECISION, "\nprecision = 0.2\n") + more)
+    return path

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from .baking import bake, load_dev_module, load_loadtest, run, tool_env
+from .baking import bake, coarse_search_budget, load_dev_module, load_loadtest, run, tool_env
 from .serving import migrated_database, serve_process
 
 pytestmark = [pytest.mark.slow, pytest.mark.serial]
@@ -50,14 +50,15 @@ def knee_run(
     misses 250 ms: open loop, its queue grows through the trial (the search tries higher until
     one misses)."""
     folder = tmp_path_factory.mktemp("knee")
-    budget = (project / "loadtest" / "budget.toml").read_text()
-    assert "\nmax_p99_ms = 50.0\n" in budget
-    budget = budget.replace("\nmax_p99_ms = 50.0\n", "\nmax_p99_ms = 250.0\n")
-    budget += "\n[resources.items.create]\nmin_rps = 1000000\n"
-    (folder / "budget.toml").write_text(budget)
+    budget = coarse_search_budget(
+        project, folder, more="\n[resources.items.create]\nmin_rps = 1000000\n"
+    )
+    text = budget.read_text()
+    assert "\nmax_p99_ms = 50.0\n" in text
+    budget.write_text(text.replace("\nmax_p99_ms = 50.0\n", "\nmax_p99_ms = 250.0\n"))
     result = run(
         project, sys.executable, "-m", "loadtest",
-        "--budget", str(folder / "budget.toml"), "--results", str(folder / "results"),
+        "--budget", str(budget), "--results", str(folder / "results"),
         "--helm-values", str(folder / "values-capacity.yaml"),
         "run", "--scenarios", "items.by_id,items.create", *QUICK, "--write-helm-values",
         "--no-wrk", timeout=300, DATABASE_URL=database_url,
@@ -200,8 +201,10 @@ def wrk_checked_run(
 ) -> dict[str, Any]:
     """A shorter knee test of `items.by_id` alone, cross-checked with wrk (5 runs of 2 s)."""
     folder = tmp_path_factory.mktemp("wrk-check")
+    budget = coarse_search_budget(project, tmp_path_factory.mktemp("wrk-check-budget"))
     result = run(
-        project, sys.executable, "-m", "loadtest", "--results", str(folder),
+        project, sys.executable, "-m", "loadtest",
+        "--budget", str(budget), "--results", str(folder),
         "run", "--scenarios", "items.by_id", "--concurrency", "2,8", "--step-seconds", "1.5",
         "--warmup-seconds", "0.5", "--search-seconds", "1", "--repeats", "1",
         "--seed-rows", "2000", timeout=180, DATABASE_URL=database_url,

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from .baking import bake, load_loadtest, run
+from .baking import bake, coarse_search_budget, load_loadtest, run
 from .serving import Served, migrated_database, start_service
 
 pytestmark = [pytest.mark.slow, pytest.mark.serial]
@@ -67,8 +67,10 @@ def test_the_knee_test_starts_a_guarded_service_that_lets_every_request_in(
     # api_key: the key given is the one the started service accepts; jwt: the run signs its own.
     # The mixed scenario: reads and writes (jwt: both scopes) in one sweep and one search.
     env = {"DATABASE_URL": database_url, **(HEADERS if auth == "api_key" else {})}
+    budget = coarse_search_budget(project, tmp_path)
     result = run(
-        project, sys.executable, "-m", "loadtest", "--results", str(tmp_path / "results"),
+        project, sys.executable, "-m", "loadtest",
+        "--budget", str(budget), "--results", str(tmp_path / "results"),
         "run", "--scenarios", "items.mixed", *QUICK, "--no-wrk", timeout=240, **env,
     )  # fmt: skip
     output = result.stdout + result.stderr
