@@ -52,12 +52,12 @@ native-tools: ## Install the native tools the tests drive (wrk, hey, ...: tests/
 	python3 -m tests.native_tools install
 
 test: lint native-tools ## Lint, then run the template's tests: bake variants, lint them, run their suites on PostgreSQL
-	# Three processes share the tests that measure nothing (each test file on one of them, so that
+	# Four processes share the tests that measure nothing (each test file on one of them, so that
 	# a file's bakes are made once): on two cores, as a bake's suite waits about half its time (its
-	# worker's probes, restarts and retries), the longest files first (tests/conftest.py); those
-	# marked `serial` (latency, rates, timeouts) run after, alone. --durations: what CI's time goes
-	# to, printed with each run.
-	$(BIN)/pytest tests -n 3 --dist loadfile --no-loadscope-reorder -m "not serial" --durations=15
+	# worker's probes, restarts and retries; with three, a tenth of the CPU sat idle), the longest
+	# files first (tests/conftest.py); those marked `serial` (latency, rates, timeouts) run after,
+	# alone. --durations: what CI's time goes to, printed with each run.
+	$(BIN)/pytest tests -n 4 --dist loadfile --no-loadscope-reorder -m "not serial" --durations=15
 	$(BIN)/pytest tests -m serial --durations=10
 
 # The generator's property test at length: SPECS_SHARDS x SPECS_EXAMPLES random option sets (each
@@ -67,4 +67,5 @@ SPECS_SHARDS ?= 4
 SPECS_EXAMPLES ?= 10
 test-matrix: lint ## The generator on many random field specs and options (SPECS_SHARDS x SPECS_EXAMPLES; SPECS_SEED replays a run), failures shrunk
 	SPECS_SHARDS=$(SPECS_SHARDS) SPECS_EXAMPLES=$(SPECS_EXAMPLES) SPECS_SHRINK=1 SPECS_FOUND_IN_FULL=1 \
-	  $(BIN)/pytest tests/test_generated_specs.py tests/test_generation.py -n 2 --dist load
+	  $(BIN)/pytest tests/test_generated_specs.py tests/test_generated_specs_found.py tests/test_generation.py \
+	    -n 2 --dist load

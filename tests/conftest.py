@@ -48,6 +48,7 @@ LONGEST_FIRST = (
     "test_generated_specs.py",
     "test_generation.py",
     "test_lowest_versions.py",
+    "test_generated_specs_found.py",
     "test_guide_schema.py",
     "test_pip_install.py",
     "test_bench_instructions.py",
