@@ -20,7 +20,7 @@ SHORT = "--hold-seconds 3 --seed-rows 2000"
 
 def _under_load(project: Path, postgres_url: str, args: str, **env: str) -> tuple[int, str]:
     done = run(
-        project, "make", "migrate-under-load", f"VENV={VENV_BIN.parent}", "RATE=100", "SECONDS=8",
+        project, "make", "migrate-under-load", f"VENV={VENV_BIN.parent}", "RATE=100", "SECONDS=4",
         f"MIGRATE_UNDER_LOAD_ARGS={args}", DATABASE_URL=postgres_url, timeout=900, **env,
     )  # fmt: skip
     return done.returncode, done.stdout + done.stderr

@@ -122,11 +122,13 @@ async def test_the_service_accepts_each_resources_creates_and_patches_as_the_tab
         assert created.status_code == create.status, created.text
         row: int = created.json()["id"]
         target = render(parts(patch.path), {"id": row}.__getitem__)
-        patched = await client.patch(target, json=_body(patch.body))
-        assert patched.status_code == patch.status, patched.text
-        # The row may hold a fixed value in a unique field (a date is written as the example):
-        # left behind, another test sending that value would meet a 409.
-        assert (await client.delete(target)).status_code == 204
+        try:
+            patched = await client.patch(target, json=_body(patch.body))
+            assert patched.status_code == patch.status, patched.text
+        finally:
+            # The row may hold a fixed value in a unique field (a date is written as the
+            # example): left behind, another test sending that value would meet a 409.
+            assert (await client.delete(target)).status_code == 204
 
 
 async def test_the_seed_fills_each_table_once_with_rows_the_service_reads(
