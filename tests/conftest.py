@@ -43,14 +43,14 @@ def pytest_configure(config: pytest.Config) -> None:
 # run, which would otherwise be the next long one.
 LONGEST_FIRST = (
     "test_generated_suites.py",
+    "test_generated_specs.py",
     "test_upgrade.py",
     "test_generated_suites_jwt.py",
-    "test_generated_specs.py",
-    "test_generation.py",
+    "test_pip_install.py",
+    "test_guide_schema.py",
     "test_lowest_versions.py",
     "test_generated_specs_found.py",
-    "test_guide_schema.py",
-    "test_pip_install.py",
+    "test_generation.py",
     "test_bench_instructions.py",
     "test_guides.py",
 )
