@@ -253,6 +253,10 @@ def test_variant_docs_give_their_commands_for_its_own_resource(variant: Baked) -
         # Specs the property test found to break a bake (tests/test_generated_specs.py).
         ({"fields": "copy:str(20)"}, "fields: copy: is a reserved word"),
         ({"fields": "due:date=8326-90-96"}, "fields: due: default '8326-90-96' is not a day"),
+        (
+            {"fields": "cents:money(>=171,<=36028797018963968)?"},
+            "fields: cents: bound 36028797018963968 is beyond ±2**53",
+        ),
         # Unique fields with fewer values than the rows the tests and the load test write.
         ({"fields": "code:str(1):unique"}, "fields: code: a one-character str has too few"),
         ({"fields": "rank:int(>=0,<=9):unique"}, "fields: rank: a unique int needs bounds"),

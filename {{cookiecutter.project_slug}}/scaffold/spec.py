@@ -19,8 +19,9 @@ route filters on, `:sort` for one it sorts by (either makes an index on (field, 
     uuid          canonical lower-case UUID                  uuid
     enum(a|b|c)   one of the listed strings                  text with a CHECK
 
-int, bigint and money take bounds: int(>=0), bigint(>=-5,<=5), money(<=100000). Names are
-snake_case and not one of the columns every row has (id, created_at, updated_at, version).
+int, bigint and money take bounds: int(>=0), bigint(>=-5,<=5), money(<=100000), within ±2**53
+(or the type's own limits). Names are snake_case and not one of the columns every row has (id,
+created_at, updated_at, version).
 
 Standard library only: the bake's pre-generation hook runs this before any package is installed.
 """
@@ -32,6 +33,8 @@ from datetime import date
 
 INT32 = (-(2**31), 2**31 - 1)
 INT64 = (-(2**63), 2**63 - 1)
+# The largest integer a JSON number holds exactly (an IEEE 754 double, as FastAPI writes a bound).
+JSON_EXACT = 2**53
 DEFAULT_TEXT_LENGTH = 10_000
 SNAKE_CASE = re.compile(r"[a-z][a-z0-9]*(_[a-z0-9]+)*")
 ENUM_VALUE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
@@ -269,6 +272,13 @@ def _bounds(field: str, type_: str, args: str) -> tuple[int | None, int | None]:
         value = int(match.group(2))
         if not low <= value <= high:
             raise SpecError(f"{field}: bound {value} is outside {type_} ({low}..{high})")
+        if abs(value) > JSON_EXACT and value not in (low, high):
+            # The API document states a bound as a JSON number, which holds an integer exactly
+            # up to 2**53 (FastAPI writes it as a float): a larger one would be stated wrong.
+            raise SpecError(
+                f"{field}: bound {value} is beyond ±2**53, which the API document cannot state"
+                f" exactly; leave it out for the {type_}'s own ({low}..{high})"
+            )
         if match.group(1) == ">=":
             ge = value
         else:
