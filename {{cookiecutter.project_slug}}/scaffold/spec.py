@@ -33,7 +33,8 @@ from datetime import date
 
 INT32 = (-(2**31), 2**31 - 1)
 INT64 = (-(2**63), 2**63 - 1)
-# The largest integer a JSON number holds exactly (an IEEE 754 double, as FastAPI writes a bound).
+# The largest integer a JSON number holds exactly (an IEEE 754 double, as FastAPI writes a bound):
+# kit/numbers.py's JSON_EXACT_INTEGER, which the hook cannot import (it runs before any install).
 JSON_EXACT = 2**53
 DEFAULT_TEXT_LENGTH = 10_000
 SNAKE_CASE = re.compile(r"[a-z][a-z0-9]*(_[a-z0-9]+)*")
