@@ -70,7 +70,11 @@ async def _spans_of(
     url: str,
     connection_class: type[asyncpg.Connection],
     statements: Statements,
+    *,
+    other_traces: bool = False,
 ) -> list[tuple[Any, ...]]:
+    """The spans `statements` make under a request's span; with `other_traces`, the spans of
+    other traces (an instrumentation that traces every connection of the process) left out."""
     connection = await asyncpg.connect(url, connection_class=connection_class)
     try:
         with provider.get_tracer(__name__).start_as_current_span("request") as request:
@@ -80,6 +84,8 @@ async def _spans_of(
     spans = exporter.get_finished_spans()
     context = request.get_span_context()
     children = [span for span in spans if span.name != "request"]
+    if other_traces:
+        children = [s for s in children if s.context and s.context.trace_id == context.trace_id]
     for span in children:
         assert span.parent is not None
         assert span.parent.span_id == context.span_id  # a child of the current span
@@ -105,13 +111,19 @@ def exported(tracing: Tracing) -> InMemorySpanExporter:
 
 
 async def _reference(url: str, statements: Statements) -> list[tuple[Any, ...]]:
-    """The spans OpenTelemetry's asyncpg instrumentation makes for `statements`."""
+    """The spans OpenTelemetry's asyncpg instrumentation makes for `statements`.
+
+    Its `instrument()` wraps asyncpg's methods, so every connection of the process makes spans
+    meanwhile: the session app's idempotency sweep, run by the same event loop, makes a trace of
+    its own whenever its minute comes round during the statements. Those are left out."""
     instrumentor = AsyncPGInstrumentor()  # type: ignore[no-untyped-call]
     provider, exporter = TracerProvider(), InMemorySpanExporter()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     instrumentor.instrument(tracer_provider=provider)
     try:
-        return await _spans_of(provider, exporter, url, NoResetConnection, statements)
+        return await _spans_of(
+            provider, exporter, url, NoResetConnection, statements, other_traces=True
+        )
     finally:
         instrumentor.uninstrument()
 
@@ -126,6 +138,32 @@ async def test_a_statements_span_is_the_one_opentelemetrys_instrumentation_makes
     assert len(ours) == 11  # one a statement, BEGIN and COMMIT included
     assert ours == theirs
     assert ours[-1][3].name == "ERROR"  # the failure was put to the test
+
+
+async def test_the_reference_leaves_out_the_statements_other_tasks_run_meanwhile(
+    database_url: str,
+) -> None:
+    # As the session app's sweep does, at its own times: here all through the reference's run.
+    alone = await _reference(database_url, _statements)
+    other = await asyncpg.connect(database_url)
+    stop = asyncio.Event()
+
+    async def busy() -> int:
+        runs = 0
+        while not stop.is_set():
+            await other.fetchval("SELECT 1")
+            runs += 1
+        return runs
+
+    running = asyncio.create_task(busy())
+    try:
+        meanwhile = await _reference(database_url, _statements)
+    finally:
+        stop.set()
+        runs = await running
+        await other.close()
+    assert runs > 0
+    assert meanwhile == alone
 
 
 @pytest.mark.parametrize(
