@@ -9,6 +9,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from xdist.remote import Producer
+from xdist.scheduler import LoadFileScheduling
 
 from .baking import bake, load_dev_module
 from .faults import Postgres
@@ -36,15 +38,16 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 # The files whose tests bake and run whole suites, longest first (from `make test`'s --durations).
-# `make test` hands its processes whole files in this order (--no-loadscope-reorder; xdist would
-# otherwise put the files with the most tests first, these last, and one process would run the
-# last two long ones alone while the others had finished). Each is followed by a file of many short
-# tests (the most first): a process takes a file more while its own has two tests or fewer left to
-# run, which would otherwise be the next long one.
+# `make test` hands its processes whole work units (a file, or a property example: `work_unit`)
+# in this order (--no-loadscope-reorder; xdist would otherwise put the units with the most tests
+# first, these last, and one process would run the last two long ones alone while the others had
+# finished). Each is followed by a file of many short tests (the most first): a process takes a
+# unit more while its own has two tests or fewer left to run, which would otherwise be the next
+# long one.
 LONGEST_FIRST = (
     "test_generated_suites.py",
-    "test_generated_specs.py",
     "test_upgrade.py",
+    "test_generated_specs.py",
     "test_generated_suites_jwt.py",
     "test_pip_install.py",
     "test_guide_schema.py",
@@ -54,18 +57,45 @@ LONGEST_FIRST = (
     "test_bench_instructions.py",
     "test_guides.py",
 )
+# The files whose every test is a work unit of its own: the property test's examples, each a
+# whole suite, run side by side on as many processes (in one file, they would run one after the
+# other on one process, the run's longest stretch).
+EACH_TEST_ALONE = ("test_generated_specs.py",)
+
+
+def work_unit(nodeid: str) -> str:
+    """What `make test` hands one process whole: the test's file, so that the file's bakes are
+    made once, or the test itself in EACH_TEST_ALONE."""
+    path = nodeid.split("::", 1)[0]
+    return nodeid if Path(path).name in EACH_TEST_ALONE else path
+
+
+class _ByWorkUnit(LoadFileScheduling):
+    """xdist's --dist loadfile, its units as `work_unit` says."""
+
+    def _split_scope(self, nodeid: str) -> str:
+        return work_unit(nodeid)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Producer) -> LoadFileScheduling | None:
+    return _ByWorkUnit(config, log) if config.getvalue("dist") == "loadfile" else None
 
 
 @pytest.hookimpl(trylast=True)  # after `-m` has deselected: the tests that will run
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    tests = Counter(item.path.name for item in items)
-    short = sorted((name for name in tests if name not in LONGEST_FIRST), key=lambda n: -tests[n])
+    tests = Counter(work_unit(item.nodeid) for item in items)  # in the order collected
+
+    def file_of(unit: str) -> str:
+        return Path(unit.split("::", 1)[0]).name
+
+    long = [unit for name in LONGEST_FIRST for unit in tests if file_of(unit) == name]
+    short = sorted((u for u in tests if file_of(u) not in LONGEST_FIRST), key=lambda u: -tests[u])
     order: list[str] = []
-    for name in [name for name in LONGEST_FIRST if name in tests]:
-        order += [name, *short[:1]]
+    for unit in long:
+        order += [unit, *short[:1]]
         short = short[1:]
-    rank = {name: index for index, name in enumerate(order + short)}
-    items.sort(key=lambda item: rank[item.path.name])  # stable: each file's own order kept
+    rank = {unit: index for index, unit in enumerate(order + short)}
+    items.sort(key=lambda item: rank[work_unit(item.nodeid)])  # stable: each unit's order kept
 
 
 # The seeds of the tests that draw random examples (record_property("SPECS_SEED", ...)), printed

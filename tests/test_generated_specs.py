@@ -4,10 +4,11 @@ each baked the README's way, finished as `make install` finishes it, then the ba
 (SPECS_SHRINK=1, as `make test-matrix` runs it); each one found stays a named case run every time
 (tests/test_generated_specs_found.py).
 
-`make test` runs SPECS_EXAMPLES (1) example from a seed that changes from run to run, printed at
-the end of the run: SPECS_SEED=<n> replays it. One: an example is a whole suite, about 100 s of
-CPU and 200-260 s on a process of `make test`, whose CI must finish within 25 minutes on two
-cores. `make test-matrix` runs SPECS_SHARDS shards of SPECS_EXAMPLES each, from SPECS_SEED + shard.
+`make test` runs SPECS_SHARDS (3) shards of SPECS_EXAMPLES (1) example, from a seed that changes
+from run to run (shard n draws from SPECS_SEED + n), printed at the end of the run: SPECS_SEED=<n>
+replays them. An example is a whole suite, about 100 s of CPU, so each shard is a work unit of
+its own (tests/conftest.py, `work_unit`): `make test`'s processes run them side by side.
+`make test-matrix` runs SPECS_SHARDS shards of SPECS_EXAMPLES each (4 x 10).
 """
 
 import os
@@ -22,7 +23,7 @@ from .readme_way import bake_readme_way, finish, lint_and_test
 from .specs import OptionSet, option_sets
 
 EXAMPLES = int(os.environ.get("SPECS_EXAMPLES", "1"))
-SHARDS = int(os.environ.get("SPECS_SHARDS", "1"))
+SHARDS = int(os.environ.get("SPECS_SHARDS", "3"))
 SEED = int(os.environ.get("SPECS_SEED") or secrets.randbelow(2**32))
 SHRINK = os.environ.get("SPECS_SHRINK") == "1"
 
