@@ -9,8 +9,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from xdist.remote import Producer
-from xdist.scheduler import LoadFileScheduling
+
+# xdist ships no type information.
+from xdist.remote import Producer  # type: ignore[import-untyped]
+from xdist.scheduler import LoadFileScheduling  # type: ignore[import-untyped]
 
 from .baking import bake, load_dev_module
 from .faults import Postgres
@@ -70,7 +72,7 @@ def work_unit(nodeid: str) -> str:
     return nodeid if Path(path).name in EACH_TEST_ALONE else path
 
 
-class _ByWorkUnit(LoadFileScheduling):
+class _ByWorkUnit(LoadFileScheduling):  # type: ignore[misc]
     """xdist's --dist loadfile, its units as `work_unit` says."""
 
     def _split_scope(self, nodeid: str) -> str:
