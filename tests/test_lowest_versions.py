@@ -30,6 +30,9 @@ def test_jwt_bake_passes_its_suite_on_the_oldest_versions_its_bounds_allow(
     venv = tmp_path / "lowest"
     installed = run(project, "make", "install-lowest", f"VENV={venv}", timeout=600, PYTHONPATH="")
     assert installed.returncode == 0, installed.stdout[-3000:] + installed.stderr[-3000:]
+    # uv compiled what it installed (the Makefile exports UV_COMPILE_BYTECODE): where
+    # PYTHONDONTWRITEBYTECODE is set, each process of the suite would compile what it imports.
+    assert list(venv.glob("lib/python3.*/site-packages/sqlalchemy/__pycache__/*.pyc"))
     versions = run(
         project, str(VENV_BIN / "uv"), "pip", "list", "--python", str(venv / "bin/python")
     )
