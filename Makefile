@@ -55,7 +55,8 @@ native-tools: ## Install the native tools the tests drive (wrk, hey, ...: tests/
 
 test: lint native-tools ## Lint, then run the template's tests: bake variants, lint them, run their suites on PostgreSQL
 	# Four processes share the tests that measure nothing (each test file on one of them, so that
-	# a file's bakes are made once): on two cores, as a bake's suite waits about half its time (its
+	# a file's bakes are made once; each property example on one of its own: tests/conftest.py's
+	# work_unit): on two cores, as a bake's suite waits about half its time (its
 	# worker's probes, restarts and retries; with three, a tenth of the CPU sat idle), the longest
 	# files first (tests/conftest.py); those marked `serial` (latency, rates, timeouts) run after,
 	# alone. --durations: what CI's time goes to, printed with each run.

@@ -2,6 +2,7 @@
 by the baked suites, and for the fault tests a PostgreSQL of their own that they may stop."""
 
 import os
+import secrets
 import shutil
 import tempfile
 from collections import Counter
@@ -9,10 +10,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-
-# xdist ships no type information.
-from xdist.remote import Producer  # type: ignore[import-untyped]
-from xdist.scheduler import LoadFileScheduling  # type: ignore[import-untyped]
+from xdist.remote import Producer
+from xdist.scheduler import LoadFileScheduling
 
 from .baking import bake, load_dev_module
 from .faults import Postgres
@@ -30,6 +29,9 @@ def pytest_configure(config: pytest.Config) -> None:
     # make's flags. The bakes' commands run as a user types them, with none of them.
     for name in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES"):
         os.environ.pop(name, None)
+    # The property test's seed, drawn here, once: xdist's workers start after this and inherit
+    # it, where each would otherwise draw its own, and a printed seed would not replay its shard.
+    os.environ.setdefault("SPECS_SEED", str(secrets.randbelow(2**32)))
     # The bakes' `make lint` share one mypy cache per process: their kit/, serving/ and tests are
     # alike, so a bake after the first is checked in seconds, not 25 (mypy checks again what
     # differs, by hash); one per process, as two mypy runs must not write one cache at once.
@@ -72,13 +74,14 @@ def work_unit(nodeid: str) -> str:
     return nodeid if Path(path).name in EACH_TEST_ALONE else path
 
 
-class _ByWorkUnit(LoadFileScheduling):  # type: ignore[misc]
+class _ByWorkUnit(LoadFileScheduling):  # type: ignore[misc]  # xdist ships no type information
     """xdist's --dist loadfile, its units as `work_unit` says."""
 
     def _split_scope(self, nodeid: str) -> str:
         return work_unit(nodeid)
 
 
+@pytest.hookimpl(optionalhook=True)  # xdist's hook: `-p no:xdist` leaves it unknown
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Producer) -> LoadFileScheduling | None:
     return _ByWorkUnit(config, log) if config.getvalue("dist") == "loadfile" else None
 

@@ -5,11 +5,12 @@ the option set with a short unique field (tests/option_sets.py), whose suite run
 """
 
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from .baking import VENV_BIN, run
+from .baking import VENV_BIN, run, tool_env
 from .option_sets import OPTION_SETS
 from .readme_way import bake_readme_way, finish
 
@@ -28,10 +29,15 @@ def test_jwt_bake_passes_its_suite_on_the_oldest_versions_its_bounds_allow(
     project = bake_readme_way(readme_cookiecutter, tmp_path / "bake", **options)
     finish(project)
     venv = tmp_path / "lowest"
-    installed = run(project, "make", "install-lowest", f"VENV={venv}", timeout=600, PYTHONPATH="")
+    # Where Python keeps no bytecode (PYTHONDONTWRITEBYTECODE), the Makefile has uv compile what
+    # it installs (UV_COMPILE_BYTECODE), else each process of the suite compiles what it imports.
+    env = tool_env(project, PYTHONPATH="", PYTHONDONTWRITEBYTECODE="1")
+    env.pop("UV_COMPILE_BYTECODE", None)
+    installed = subprocess.run(
+        ["make", "install-lowest", f"VENV={venv}"],
+        cwd=project, env=env, capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
     assert installed.returncode == 0, installed.stdout[-3000:] + installed.stderr[-3000:]
-    # uv compiled what it installed (the Makefile exports UV_COMPILE_BYTECODE): where
-    # PYTHONDONTWRITEBYTECODE is set, each process of the suite would compile what it imports.
     assert list(venv.glob("lib/python3.*/site-packages/sqlalchemy/__pycache__/*.pyc"))
     versions = run(
         project, str(VENV_BIN / "uv"), "pip", "list", "--python", str(venv / "bin/python")

@@ -2,9 +2,10 @@
 blocked by a long transaction, a database a newer release migrated (a rollback), and a unique
 index built on duplicates (`make field ...:unique`), then on clean data.
 
-Each test starts from a copy of a database the command took from empty to the project's head (a
-first deploy, run once), and works on a copy of the project's migrations with a revision of its
-own added, so the project's migrations are never touched.
+The command runs once from empty to the project's head, as a first deploy's Job does (the import
+test reads that run); the other tests start from copies of that database, each with a copy of the
+project's migrations with a revision of its own added, so the project's migrations are never
+touched.
 """
 
 import asyncio

@@ -71,9 +71,9 @@ async def _spans_of(
     connection_class: type[asyncpg.Connection],
     statements: Statements,
     *,
-    other_traces: bool = False,
+    own_trace_only: bool = False,
 ) -> list[tuple[Any, ...]]:
-    """The spans `statements` make under a request's span; with `other_traces`, the spans of
+    """The spans `statements` make under a request's span; with `own_trace_only`, the spans of
     other traces (an instrumentation that traces every connection of the process) left out."""
     connection = await asyncpg.connect(url, connection_class=connection_class)
     try:
@@ -84,7 +84,7 @@ async def _spans_of(
     spans = exporter.get_finished_spans()
     context = request.get_span_context()
     children = [span for span in spans if span.name != "request"]
-    if other_traces:
+    if own_trace_only:
         children = [s for s in children if s.context and s.context.trace_id == context.trace_id]
     for span in children:
         assert span.parent is not None
@@ -122,7 +122,7 @@ async def _reference(url: str, statements: Statements) -> list[tuple[Any, ...]]:
     instrumentor.instrument(tracer_provider=provider)
     try:
         return await _spans_of(
-            provider, exporter, url, NoResetConnection, statements, other_traces=True
+            provider, exporter, url, NoResetConnection, statements, own_trace_only=True
         )
     finally:
         instrumentor.uninstrument()
