@@ -37,6 +37,7 @@ class Workloads:
         start: int = 1,
         delay_ms: int | None = None,
         headers: dict[str, str] | None = None,
+        request_timeout_s: int | None = None,
     ) -> dict[str, float]:
         """One wrk run (one thread): requests, rps, p50_ms, p99_ms, errors. `<operation>_keyed`
         (e.g. create_keyed): the operation with a fresh Idempotency-Key per request."""
@@ -46,6 +47,7 @@ class Workloads:
         mix = ((operation, 1),)
         lua = self._wrk.script(mix, low=start, high=self._rows, delay_ms=delay_ms)
         figures: dict[str, float] = self._wrk.run(
-            base, lua, connections=connections, seconds=seconds, headers=headers
-        )
+            base, lua, connections=connections, seconds=seconds, headers=headers,
+            request_timeout_s=request_timeout_s,
+        )  # fmt: skip
         return figures

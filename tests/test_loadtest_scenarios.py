@@ -6,6 +6,7 @@ import json
 import re
 import sys
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -39,6 +40,7 @@ class _Recorder(BaseHTTPRequestHandler):
             payload = json.dumps({"data": rows, "next_after": None}).encode()
         else:
             self.server.seen.append((self.command, self.path, body))
+        time.sleep(self.server.delay_s)
         self.send_response(200)
         self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
@@ -53,6 +55,7 @@ class _Recorder(BaseHTTPRequestHandler):
 class _RecordingServer(ThreadingHTTPServer):
     daemon_threads = True
     seen: list[Request]
+    delay_s = 0.0  # before each answer
 
 
 @pytest.fixture
@@ -144,6 +147,24 @@ def test_wrk_sends_the_tables_requests_in_its_proportions(
     ids = {int(target.rsplit("/", 1)[1]) for _, target, _ in recorder.seen}
     assert min(ids) >= 1
     assert max(ids) <= 100
+
+
+@pytest.mark.needs("wrk")
+def test_wrk_counts_an_answer_later_than_its_own_2_s_only_when_told_to_wait_longer(
+    default_project: Path, recorder: _RecordingServer
+) -> None:
+    """bench/instructions.py waits a minute: under callgrind an answer can take longer than 2 s.
+    wrk counts a request answered past its timeout as an error."""
+    scenarios, wrk = (
+        load_loadtest(default_project, name) for name in ("plan.scenarios", "drive.wrk")
+    )
+    lua = wrk.script(((scenarios.OPERATIONS[f"{RESOURCE}.by_id"], 1),), low=1, high=100)
+    recorder.delay_s = 2.5
+    late = wrk.run(_url(recorder), lua, connections=1, seconds=3)
+    assert late["errors"] >= 1, late
+    waited = wrk.run(_url(recorder), lua, connections=1, seconds=3, request_timeout_s=10)
+    assert waited["requests"] >= 1, waited
+    assert waited["errors"] == 0, waited
 
 
 @pytest.mark.needs("wrk")

@@ -117,10 +117,14 @@ def run(
     seconds: int,
     threads: int = 1,
     headers: Mapping[str, str] | None = None,
+    request_timeout_s: int | None = None,
 ) -> dict[str, float]:
     """One wrk run of a script from `script()`, every request carrying `headers`: requests, RPS,
-    p50 and p99, errors (non-2xx/3xx answers and socket errors)."""
+    p50 and p99, errors (non-2xx/3xx answers and socket errors, a request unanswered after
+    `request_timeout_s` among them: wrk's own 2 s when not given)."""
     command = ["wrk", f"-t{max(1, min(threads, connections))}", f"-c{connections}", f"-d{seconds}s"]
+    if request_timeout_s is not None:
+        command.append(f"--timeout={request_timeout_s}s")
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "mix.lua"
         path.write_text(lua)
