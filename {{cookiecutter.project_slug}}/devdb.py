@@ -38,11 +38,21 @@ def _make_traversable(path: Path) -> None:
         folder.chmod(mode | stat.S_IXOTH | stat.S_IROTH)
 
 
+# The ports free_port has handed out in this process.
+_HANDED_OUT: set[int] = set()
+
+
 def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
+    """A port free now, and none this process was handed before: the kernel draws each from all
+    the free ones, so two calls in a row can get the same one (a server's traffic and metrics
+    ports were once equal)."""
+    while True:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port: int = probe.getsockname()[1]
+        if port not in _HANDED_OUT:
+            _HANDED_OUT.add(port)
+            return port
 
 
 class ThrowawayPostgres:
