@@ -26,7 +26,7 @@ _GENERATOR = next(
 if _GENERATOR is not None:
     sys.path.insert(0, str(_GENERATOR))
 try:
-    from scaffold.names import MODULES, SNAKE_CASE, resource_name_problems
+    from scaffold.names import MODULES, SNAKE_CASE, name_length_problems, resource_name_problems
     from scaffold.spec import SpecError, parse
 except ImportError:  # not found: the generator refuses a bad spec after the files are written
     _GENERATOR = None
@@ -56,9 +56,12 @@ def problems() -> list[str]:
         found.append(f"resource_plural {RESOURCE_PLURAL!r} must differ from package_name")
     found += resource_name_problems(RESOURCE, RESOURCE_PLURAL)
     try:
-        parse(FIELDS)
+        fields = parse(FIELDS)
     except SpecError as error:
         found.append(f"fields: {error}")
+    else:
+        names = [field.name for field in fields]
+        found += [f"fields: {line}" for line in name_length_problems(RESOURCE_PLURAL, names)]
     return found
 
 

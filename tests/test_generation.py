@@ -247,6 +247,11 @@ def test_variant_docs_give_their_commands_for_its_own_resource(variant: Baked) -
         ({"resource": "LineItem"}, "resource 'LineItem' is not snake_case"),
         ({"resource": "kit", "resource_plural": "kits"}, "resource 'kit' is a reserved word"),
         ({"resource_plural": "select"}, "resource_plural 'select' is an SQL key word"),
+        ({"resource_plural": "left"}, "resource_plural 'left' is an SQL key word"),
+        (
+            {"fields": "name:str(20) " + "f" * 51 + ":int?"},
+            f"fields: {'f' * 51}: its index items_{'f' * 51}_id_idx would be 64 characters",
+        ),
         ({"fields": "name:str(20) price:float"}, "fields: price: unknown type 'float'"),
         ({"fields": "id:int"}, "fields: id: is a reserved word"),
         ({"fields": "qty:int(>=5)=1"}, "fields: qty: default 1 is outside its bounds"),

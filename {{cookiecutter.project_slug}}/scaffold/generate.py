@@ -7,7 +7,7 @@ from pathlib import Path
 
 import jinja2
 
-from .names import resource_name_problems
+from .names import name_length_problems, resource_name_problems
 from .spec import Field, parse
 from .upkeep import skip_resource, unskip_resource
 
@@ -187,6 +187,9 @@ def add_resource(root: Path, singular: str, plural: str, spec: str) -> list[Path
     if (root / "src" / package / plural).exists():
         raise GenerateError(f"src/{package}/{plural} exists already")
     names = Names(singular, plural, tuple(parse(spec)))
+    problems = name_length_problems(plural, [field.name for field in names.fields])
+    if problems:
+        raise GenerateError("; ".join(problems))
     # jobs=postgres: each create enqueues its `created` event in its transaction (the jobs guide).
     jobs = (root / "src" / package / "kit" / EVENTS_MODULE).is_file()
     # auth=api_key or jwt: the generated client's calls then take an authenticated client.

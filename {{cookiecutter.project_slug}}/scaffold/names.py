@@ -3,6 +3,7 @@
 import keyword
 import re
 import sys
+from collections.abc import Iterable
 
 SNAKE_CASE = re.compile(r"[a-z][a-z0-9]*(_[a-z0-9]+)*")
 # Names that would shadow a module of the generated service or of the standard library, a library
@@ -14,15 +15,23 @@ MODULES = {
     "structlog", "alembic", "typing", "json", "asyncio", "logging", "http", "email", "string",
     "types", "time", "random",
 }  # fmt: skip
-# A resource's plural names its table: SQL key words PostgreSQL reserves cannot.
-SQL_TABLE_RESERVED = {
-    "all", "and", "any", "array", "as", "case", "check", "column", "constraint", "create",
-    "default", "desc", "distinct", "do", "else", "end", "except", "false", "fetch", "for",
-    "foreign", "from", "grant", "group", "having", "in", "into", "is", "join", "limit", "not",
-    "null", "offset", "on", "only", "or", "order", "primary", "references", "returning",
-    "select", "table", "then", "to", "true", "union", "unique", "user", "using", "when",
-    "where", "window", "with",
-}  # fmt: skip
+# Words PostgreSQL reserves, or keeps for types and functions: none can name a table or a column
+# unquoted (pg_get_keywords(), categories R and T; a test holds the list to the server's).
+_SQL_RESERVED_WORDS = """
+    all analyse analyze and any array as asc asymmetric authorization binary both case cast
+    check collate collation column concurrently constraint create cross current_catalog
+    current_date current_role current_schema current_time current_timestamp current_user
+    default deferrable desc distinct do else end except false fetch for foreign freeze from
+    full grant group having ilike in initially inner intersect into is isnull join lateral
+    leading left like limit localtime localtimestamp natural not notnull null offset on only
+    or order outer overlaps placing primary references returning right select session_user
+    similar some symmetric system_user table tablesample then to trailing true union unique
+    user using variadic verbose when where window with
+"""
+SQL_RESERVED = set(_SQL_RESERVED_WORDS.split())
+# PostgreSQL keeps the first 63 bytes of a name and drops the rest without an error: two of a
+# table's indexes would share one name, and a 409 could not name its field from its constraint.
+POSTGRES_NAME_BYTES = 63
 
 
 def resource_name_problems(singular: str, plural: str) -> list[str]:
@@ -33,8 +42,27 @@ def resource_name_problems(singular: str, plural: str) -> list[str]:
             found.append(f"{option} {value!r} is not snake_case (e.g. 'line_item')")
         elif keyword.iskeyword(value) or value in MODULES or value in sys.stdlib_module_names:
             found.append(f"{option} {value!r} is a reserved word: pick another name")
-    if SNAKE_CASE.fullmatch(plural) and plural in SQL_TABLE_RESERVED:
+    if SNAKE_CASE.fullmatch(plural) and plural in SQL_RESERVED:
         found.append(f"resource_plural {plural!r} is an SQL key word: it names the table")
+    if len(plural) > POSTGRES_NAME_BYTES:
+        found.append(f"resource_plural {plural!r} names the table: at most 63 characters")
     if singular == plural:
         found.append(f"resource_plural {plural!r} must differ from resource")
+    return found
+
+
+def name_length_problems(table: str, fields: Iterable[str]) -> list[str]:
+    """The fields whose names in PostgreSQL would pass its 63 bytes, one line each (empty: none).
+
+    The longest is a marked field's index, <table>_<field>_id_idx (a unique field's constraint,
+    <table>_<field>_key, is shorter); held for every field, since any can be marked later.
+    """
+    found = []
+    for field in fields:
+        index = f"{table}_{field}_id_idx"
+        if len(index) > POSTGRES_NAME_BYTES:
+            found.append(
+                f"{field}: its index {index} would be {len(index)} characters and PostgreSQL "
+                f"keeps {POSTGRES_NAME_BYTES}: shorten the field or resource_plural"
+            )
     return found

@@ -20,6 +20,7 @@ from alembic import command
 from alembic.config import Config
 
 from .generate import VERSIONS, GenerateError, environment, next_revision, package_of
+from .names import name_length_problems
 from .spec import Field, parse_field
 
 _FIELDS_CLASS = re.compile(r"^class (\w+)Fields\(Declared\):\n", re.MULTILINE)
@@ -102,6 +103,9 @@ def add_field(root: Path, plural: str, spec: str) -> list[Path]:
         raise GenerateError(f"no resource {plural!r}: {schemas.relative_to(root)} is missing")
     if re.search(rf"^    {field.name}:", schemas.read_text(), re.MULTILINE):
         raise GenerateError(f"{field.name}: {plural} declares it already")
+    problems = name_length_problems(plural, [field.name])
+    if problems:
+        raise GenerateError("; ".join(problems))
     context = {"table": plural, "field": field, "check": " AND ".join(field.checks)}
     added = f"add_{field.name}_to_{plural}"
     written = [_render(root, "migration_add_field.py.jinja", added, **context)]

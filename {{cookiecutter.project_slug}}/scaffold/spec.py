@@ -20,8 +20,9 @@ route filters on, `:sort` for one it sorts by (either makes an index on (field, 
     enum(a|b|c)   one of the listed strings                  text with a CHECK
 
 int, bigint and money take bounds: int(>=0), bigint(>=-5,<=5), money(<=100000), within ±2**53
-(or the type's own limits). Names are snake_case and not one of the columns every row has (id,
-created_at, updated_at, version).
+(or the type's own limits). Names are snake_case, not one of the columns every row has (id,
+created_at, updated_at, version), and short enough for PostgreSQL beside their table's name
+(scaffold/names.py).
 
 Standard library only: the bake's pre-generation hook runs this before any package is installed.
 """
@@ -31,13 +32,14 @@ import re
 from dataclasses import dataclass
 from datetime import date
 
+from .names import SNAKE_CASE, SQL_RESERVED
+
 INT32 = (-(2**31), 2**31 - 1)
 INT64 = (-(2**63), 2**63 - 1)
 # The largest integer a JSON number holds exactly (an IEEE 754 double, as FastAPI writes a bound):
 # kit/numbers.py's JSON_EXACT_INTEGER, which the hook cannot import (it runs before any install).
 JSON_EXACT = 2**53
 DEFAULT_TEXT_LENGTH = 10_000
-SNAKE_CASE = re.compile(r"[a-z][a-z0-9]*(_[a-z0-9]+)*")
 ENUM_VALUE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 # Columns every row has, and names that would shadow an attribute of a pydantic model or a
 # parameter of the routes.
@@ -67,17 +69,6 @@ RESERVED = {
     "update_forward_refs",
     "validate",
 }
-# Words PostgreSQL reserves (SQL key words that cannot name a column unquoted).
-_SQL_RESERVED_WORDS = """all analyse analyze and any array as asc asymmetric authorization binary both case cast
-    check collate collation column concurrently constraint create cross current_catalog
-    current_date current_role current_schema current_time current_timestamp current_user
-    default deferrable desc distinct do else end except false fetch for foreign freeze from
-    full grant group having ilike in initially inner intersect into is isnull join lateral
-    leading left like limit localtime localtimestamp natural not notnull null offset on only or
-    order outer overlaps placing primary references returning right select session_user similar
-    some symmetric system_user table tablesample then to trailing true union unique user using
-    variadic verbose when where window with"""
-SQL_RESERVED = set(_SQL_RESERVED_WORDS.split())
 _FIELD = re.compile(
     r"(?P<name>[^:]+):(?P<type>[a-z]+)(?:\((?P<args>[^)]*)\))?(?P<optional>\?)?"
     r"(?:=(?P<default>[^:]+))?(?P<flags>(?::[a-z]+)*)"

@@ -143,7 +143,9 @@ async def test_a_field_marked_filterable_or_sortable_has_its_index_on_field_and_
     metadata = resource.fields.model_fields[field].metadata
     if is_filterable(metadata) or is_sortable(metadata):
         assert name in indexes, f"{field} is marked but its index (a migration) is missing"
-        assert indexes[name].endswith(f"btree ({field}, id)"), indexes[name]
+        # As PostgreSQL writes the column: a key word it does not reserve (row, values) quoted.
+        column = await connection.fetchval("SELECT quote_ident($1)", field)
+        assert indexes[name].endswith(f"btree ({column}, id)"), indexes[name]
     else:
         assert name not in indexes, f"{name} exists but {field} is not marked :filter or :sort"
 

@@ -5,10 +5,12 @@ import shutil
 import tomllib
 from pathlib import Path
 
+import asyncpg
 import pytest
 from scaffold.__main__ import main
 from scaffold.generate import GenerateError, add_resource, remove_resource
-from scaffold.names import resource_name_problems
+from scaffold.names import SQL_RESERVED, name_length_problems, resource_name_problems
+from scaffold.revision import add_field
 from scaffold.spec import SpecError, parse
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -97,6 +99,8 @@ def test_a_bad_spec_is_refused_naming_the_field(spec: str, message: str) -> None
         ("order", "orders", None),
         ("LineItem", "line_items", "resource 'LineItem' is not snake_case"),
         ("entry", "select", "resource_plural 'select' is an SQL key word"),
+        ("lefty", "left", "resource_plural 'left' is an SQL key word"),
+        ("entry", "e" * 64, "names the table: at most 63 characters"),
         ("kit", "kits", "resource 'kit' is a reserved word"),
         ("item", "item", "must differ from resource"),
     ],
@@ -104,6 +108,20 @@ def test_a_bad_spec_is_refused_naming_the_field(spec: str, message: str) -> None
 def test_resource_names_are_checked(singular: str, plural: str, message: str | None) -> None:
     problems = resource_name_problems(singular, plural)
     assert (problems == []) if message is None else any(message in line for line in problems)
+
+
+async def test_every_word_postgresql_keeps_from_names_is_refused(
+    connection: asyncpg.Connection,
+) -> None:
+    kept = await connection.fetch("SELECT word FROM pg_get_keywords() WHERE catcode IN ('R', 'T')")
+    assert {row["word"] for row in kept} <= SQL_RESERVED
+
+
+def test_a_field_is_refused_where_its_index_name_would_pass_what_postgresql_keeps() -> None:
+    longest = "f" * (63 - len("items__id_idx"))
+    assert name_length_problems("items", [longest]) == []
+    (problem,) = name_length_problems("items", [longest + "f"])
+    assert problem.startswith(f"{longest}f: its index items_{longest}f_id_idx would be 64")
 
 
 @pytest.fixture
@@ -165,4 +183,16 @@ def test_removing_the_last_resource_is_refused_with_one_line_and_touches_nothing
     assert error.splitlines() == [
         f"ERROR: {last} is the last resource: add the one that replaces it first (make resource)"
     ]
+    assert sorted(path.relative_to(project) for path in project.rglob("*")) == before
+
+
+def test_make_resource_and_make_field_refuse_a_name_postgresql_would_cut(project: Path) -> None:
+    (package,) = [path.parent.name for path in (project / "src").glob("*/__init__.py")]
+    before = sorted(path.relative_to(project) for path in project.rglob("*"))
+    too_long = "f" * (63 - len("widget_parts__id_idx") + 1)
+    with pytest.raises(GenerateError, match=f"{too_long}: its index widget_parts_{too_long}_id"):
+        add_resource(project, "widget_part", "widget_parts", f"code:str(16) {too_long}:int?")
+    plural = next(path.parent.name for path in (project / "src" / package).glob("*/schemas.py"))
+    with pytest.raises(GenerateError, match="would be 64 characters"):
+        add_field(project, plural, "g" * (63 - len(f"{plural}__id_idx") + 1) + ":int?")
     assert sorted(path.relative_to(project) for path in project.rglob("*")) == before
