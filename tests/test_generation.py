@@ -249,6 +249,10 @@ def test_variant_docs_give_their_commands_for_its_own_resource(variant: Baked) -
         ({"resource_plural": "select"}, "resource_plural 'select' is an SQL key word"),
         ({"resource_plural": "left"}, "resource_plural 'left' is an SQL key word"),
         (
+            {"resource": "value", "resource_plural": "values"},
+            "resource_plural 'values' names the table's row type",
+        ),
+        (
             {"fields": "name:str(20) " + "f" * 51 + ":int?"},
             f"fields: {'f' * 51}: its index items_{'f' * 51}_id_idx would be 64 characters",
         ),

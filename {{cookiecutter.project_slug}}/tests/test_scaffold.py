@@ -1,6 +1,7 @@
 """scaffold/: the field spec's grammar, what each field becomes, and the names it refuses."""
 
 import ast
+import re
 import shutil
 import tomllib
 from pathlib import Path
@@ -9,7 +10,13 @@ import asyncpg
 import pytest
 from scaffold.__main__ import main
 from scaffold.generate import GenerateError, add_resource, remove_resource
-from scaffold.names import SQL_RESERVED, name_length_problems, resource_name_problems
+from scaffold.names import (
+    SERVICE_TABLES,
+    SQL_RESERVED,
+    SQL_TYPE_NAMES,
+    name_length_problems,
+    resource_name_problems,
+)
 from scaffold.revision import add_field
 from scaffold.spec import SpecError, parse
 
@@ -100,7 +107,12 @@ def test_a_bad_spec_is_refused_naming_the_field(spec: str, message: str) -> None
         ("LineItem", "line_items", "resource 'LineItem' is not snake_case"),
         ("entry", "select", "resource_plural 'select' is an SQL key word"),
         ("lefty", "left", "resource_plural 'left' is an SQL key word"),
-        ("entry", "e" * 64, "names the table: at most 63 characters"),
+        ("value", "values", "resource_plural 'values' names the table's row type, a name"),
+        ("txt", "text", "resource_plural 'text' names the table's row type, a name"),
+        ("entry", "pg_entries", "resource_plural 'pg_entries' names the table's row type"),
+        ("cursor_key", "cursor_keys", "resource_plural 'cursor_keys' is a table of the service's"),
+        ("entry", "e" * 55, "names the table: at most 54 characters"),
+        ("entry", "e" * 54, None),
         ("kit", "kits", "resource 'kit' is a reserved word"),
         ("item", "item", "must differ from resource"),
     ],
@@ -110,11 +122,27 @@ def test_resource_names_are_checked(singular: str, plural: str, message: str | N
     assert (problems == []) if message is None else any(message in line for line in problems)
 
 
-async def test_every_word_postgresql_keeps_from_names_is_refused(
+async def test_every_name_postgresql_takes_is_refused(
     connection: asyncpg.Connection,
 ) -> None:
-    kept = await connection.fetch("SELECT word FROM pg_get_keywords() WHERE catcode IN ('R', 'T')")
-    assert {row["word"] for row in kept} <= SQL_RESERVED
+    reserved = await connection.fetch(
+        "SELECT word FROM pg_get_keywords() WHERE catcode IN ('R', 'T')"
+    )
+    assert {row["word"] for row in reserved} <= SQL_RESERVED
+    # A type's name: a key word of category C, or a built-in type's (not an array's, `_int4`).
+    types = await connection.fetch(
+        "SELECT word FROM pg_get_keywords() WHERE catcode = 'C'"
+        " UNION SELECT typname FROM pg_type"
+        " WHERE typnamespace = 'pg_catalog'::regnamespace AND typname !~ '^(_|pg_)'"
+    )
+    assert {row["word"] for row in types} <= SQL_TYPE_NAMES
+
+
+def test_the_tables_and_types_of_the_service_s_own_are_refused_as_plurals() -> None:
+    made = {"alembic_version"}
+    for path in (ROOT / "migrations" / "machinery").glob("*.py"):
+        made |= set(re.findall(r"CREATE (?:TABLE|TYPE) (\w+)", path.read_text()))
+    assert {"idempotency_keys", "cursor_keys"} < made <= SERVICE_TABLES
 
 
 def test_a_field_is_refused_where_its_index_name_would_pass_what_postgresql_keeps() -> None:
