@@ -34,6 +34,8 @@ NEAR_RESERVED = (
     "kind", "code", "created_by", "gte", "lte", "row", "rows", "page", "query", "path",
     # Key words PostgreSQL does not reserve but quotes in what it writes back (pg_get_indexdef).
     "position", "time", "between", "exists", "none", "trim", "real", "interval",
+    # The names of the rows the resource's statements build their answers from (sql.py, keyset).
+    "new", "one", "changed", "stored", "gone", "found", "last", "parts", "value",
 )  # fmt: skip
 RESOURCES = (
     ("item", "items"), ("product", "products"), ("line_item", "line_items"),

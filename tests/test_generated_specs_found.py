@@ -155,6 +155,18 @@ FOUND: dict[str, tuple[OptionSet, tuple[str, ...]]] = {
         ),
         ("tests/test_drift.py",),
     ),
+    # A field named `page`, the name of the row the list's statement aggregates: PostgreSQL took
+    # `json_agg(page ...)` for the column, and the list answered a list of uuids (now `page.*`).
+    "a-field-named-like-the-row-a-statement-answers": (
+        OptionSet(
+            "f7643ljf:str(2):unique:filter:sort sxrt_g1rmc:date?:unique page:uuid:filter z2t:bool?"
+            " interval:bool?=false:filter",
+            jobs="postgres",
+            resource="event",
+            resource_plural="events",
+        ),
+        ("tests/events/test_listing.py",),
+    ),
 }
 
 

@@ -11,7 +11,7 @@ INSERT = """
         SELECT name, note FROM json_populate_record(NULL::things, $1::json)
         RETURNING id, name, note, version
     )
-    SELECT id, version, row_to_json(new)::text AS body FROM new
+    SELECT id, version, row_to_json(new.*)::text AS body FROM new
 """
 
 
@@ -19,7 +19,7 @@ def test_the_answer_comes_from_the_statements_own_select_with_parameters_after_i
     statement = compose(INSERT)
     head, _, tail = statement.partition("idempotency_answer AS (")
     assert head.rstrip().endswith("RETURNING id, name, note, version\n    ),")
-    assert tail.lstrip().startswith("SELECT id, version, row_to_json(new)::text AS body FROM new")
+    assert tail.lstrip().startswith("SELECT id, version, row_to_json(new.*)::text AS body FROM new")
     assert [f"${n}" in statement for n in range(1, 10)] == [True] * 8 + [False]
     assert "INSERT INTO idempotency_keys" in statement
     assert statement.rstrip().endswith("SELECT * FROM idempotency_answer")

@@ -117,6 +117,7 @@ def page_statement(table: str, columns: str, query: ListQuery, key: bytes) -> tu
     found = union
     if len(selects) > 1:  # a range of values, then the NULLs (or the other way round)
         found = f"SELECT * FROM ({union}) AS parts ORDER BY {order} LIMIT $1"  # noqa: S608
+    # `page.*`, the row: a field named `page` would be taken for it (a column comes first).
     statement = f"""
     WITH found AS ({found}
     ), page AS (
@@ -124,7 +125,7 @@ def page_statement(table: str, columns: str, query: ListQuery, key: bytes) -> tu
     ), last AS (
         SELECT {column}{cast} AS value, id FROM page ORDER BY {_reversed(order)} LIMIT 1
     )
-    SELECT coalesce((SELECT json_agg(page ORDER BY {_qualified(order)}) FROM page), '[]')::text
+    SELECT coalesce((SELECT json_agg(page.* ORDER BY {_qualified(order)}) FROM page), '[]')::text
                AS data,
            (SELECT count(*) FROM found) = $1 AS more,
            (SELECT value FROM last) AS last_value,
