@@ -189,7 +189,7 @@ def _user_edits(project: Path, make: list[str]) -> None:
 
 def _template_changes(template: Path) -> None:
     """The template moves on in its machinery: kit/, the chart, the Makefile, the scaffold's
-    templates, and a migration of its own."""
+    templates, and a migration of its own with its table's name among the scaffold's."""
     bake = template / "{{cookiecutter.project_slug}}"
     _edit(
         bake / "src" / "{{cookiecutter.package_name}}" / "kit" / "problems.py",
@@ -218,6 +218,10 @@ def _template_changes(template: Path) -> None:
         "\n\n# A line the scaffold added later.\n@router.post(\n",
     )
     (bake / "migrations" / "machinery" / "0003_jobs.py").write_text(JOBS_MIGRATION)
+    # Its table, a name a resource can no longer take (a bake test holds the two together).
+    _edit(
+        bake / "scaffold" / "names.py", "SERVICE_TABLES = {\n", 'SERVICE_TABLES = {\n    "jobs",\n'
+    )
     git(template, "add", "-A")
     git(template, "commit", "-qm", "template v2")
 
