@@ -167,6 +167,20 @@ FOUND: dict[str, tuple[OptionSet, tuple[str, ...]]] = {
         ),
         ("tests/events/test_listing.py",),
     ),
+    # Its one field unique, optional and too short for a fresh value: the load test's patch sent
+    # the field's example to every row (409s from the second on), and the row it was written to
+    # kept it for the scenario test's create to meet. Where every field is unique, a patch now
+    # sends a fresh value, else null.
+    "every-field-unique-with-no-room-for-a-fresh-value": (
+        OptionSet(
+            "value:str(5)?=U_Z:unique:filter",
+            auth="api_key",
+            jobs="postgres",
+            resource="rjzz",
+            resource_plural="rjzzs",
+        ),
+        ("tests/loadtest/drive/test_database.py", "tests/loadtest/plan/test_scenarios.py"),
+    ),
 }
 
 

@@ -61,6 +61,7 @@ SERVICE_TABLES = {
 # PostgreSQL keeps the first 63 bytes of a name and drops the rest without an error: two of a
 # table's indexes would share one name, and a 409 could not name its field from its constraint.
 POSTGRES_NAME_BYTES = 63
+# A plural leaves room for its fields' index names, <plural>_<field>_id_idx.
 MOST_PLURAL = POSTGRES_NAME_BYTES - len("_x_id_idx")
 
 
@@ -80,7 +81,7 @@ def resource_name_problems(singular: str, plural: str) -> list[str]:
         )
     elif plural in SERVICE_TABLES:
         found.append(f"resource_plural {plural!r} is a table of the service's own")
-    if len(f"{plural}_x_id_idx") > POSTGRES_NAME_BYTES:
+    if len(plural) > MOST_PLURAL:
         found.append(
             f"resource_plural {plural!r} names the table: at most {MOST_PLURAL} characters "
             "(its fields' indexes are named <plural>_<field>_id_idx, 63 at most)"

@@ -37,6 +37,10 @@ def _unique(resource: Resource, name: str) -> bool:
     return is_unique(resource.fields.model_fields[name].metadata)
 
 
+def _nullable(resource: Resource, name: str) -> bool:
+    return type(None) in get_args(resource.fields.model_fields[name].annotation)
+
+
 def members(resource: Resource, name: str) -> tuple[str, ...]:
     """The values of an enum field: its Literal's, the Literal found inside an Optional too."""
     choices = get_args(resource.fields.model_fields[name].annotation)
@@ -143,11 +147,22 @@ def create_body(resource: Resource) -> str:
 
 def patch_body(resource: Resource) -> str:
     """A patch's JSON template: one field that is not unique, the last declared whose value
-    varies from request to request (else the last not unique, else the last)."""
+    varies from request to request (else the last not unique). Where every field is unique: the
+    last whose value is fresh in each request (`{u}`), else the last that may be null, set to
+    null (NULLs never conflict), else the last: a fixed value, which conflicts from the second
+    row patched on."""
     names = list(resource.fields.model_fields)
-    plain = [name for name in names if not _unique(resource, name)] or names
-    varying = [name for name in plain if len(parts(value_template(resource, name))) > 1]
-    return _object(resource, [(varying or plain)[-1]])
+    plain = [name for name in names if not _unique(resource, name)]
+    if plain:
+        varying = [name for name in plain if len(parts(value_template(resource, name))) > 1]
+        return _object(resource, [(varying or plain)[-1]])
+    fresh = [name for name in names if "{u}" in value_template(resource, name)]
+    if fresh:
+        return _object(resource, [fresh[-1]])
+    nullable = [name for name in names if _nullable(resource, name)]
+    if nullable:
+        return "{" + f"{json.dumps(nullable[-1])}: null" + "}"
+    return _object(resource, [names[-1]])
 
 
 def _seeded(resource: Resource, name: str) -> str:

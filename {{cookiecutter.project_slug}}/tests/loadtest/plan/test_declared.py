@@ -139,6 +139,21 @@ def test_a_patch_changes_one_field_that_is_not_unique_and_varies() -> None:
     assert list(json.loads(_rendered(patch_body(only_unique), random.Random(1)))) == ["code"]
 
 
+class ShortUniques(Declared):
+    code: Annotated[str, Str(max_length=5), Unique()]
+    day: Annotated[date | None, Date(), Unique()] = None
+    word: Annotated[str, Str(max_length=6), Unique()]
+
+
+def test_where_every_field_is_unique_a_patch_sends_a_fresh_value_else_null() -> None:
+    """No room for `{u}` anywhere: a fixed value conflicts from the second row patched on (and
+    the row it was written to keeps it, for a create of that value to meet), a null never."""
+    short = Resource(APIRouter(prefix="/codes"), "codes", ShortUniques)
+    assert json.loads(patch_body(short)) == {"day": None}
+    only_unique = Resource(APIRouter(prefix="/codes"), "codes", OnlyUnique)
+    assert "{u}" in patch_body(only_unique)
+
+
 def test_a_seed_statement_names_every_column_and_a_value_for_each() -> None:
     statement = seed_rows(EVERY_KIND)
     columns = ", ".join(EveryKind.model_fields)
