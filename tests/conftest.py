@@ -21,6 +21,7 @@ from .readme_way import install_cookiecutter
 from .serving import Served, migrated_database, start_service
 
 
+@pytest.hookimpl(trylast=True)  # after pytest's own, which makes its temporary root
 def pytest_configure(config: pytest.Config) -> None:
     # @pytest.mark.needs("wrk"): skips without the tool, and fails a test that runs one undeclared.
     config.pluginmanager.register(NeedsPlugin(), "needs")
@@ -39,6 +40,17 @@ def pytest_configure(config: pytest.Config) -> None:
     cache = tempfile.mkdtemp(prefix="template-tests-mypy-")
     os.environ["MYPY_CACHE_DIR"] = cache
     config.add_cleanup(lambda: shutil.rmtree(cache, ignore_errors=True))
+    # Every pytest session sets its temporary root (/tmp/pytest-of-<user>) back to 0700 as it
+    # starts. This run's bakes keep their PostgreSQL there (in their .venv), which the server's
+    # unprivileged user must reach, and each bake's suite is a session of its own: one started
+    # while another bake's initdb ran, which then could not load its libraries (CI). This run's
+    # root first, then the sessions it starts keep to another one.
+    factory: pytest.TempPathFactory | None = getattr(config, "_tmp_path_factory", None)
+    if factory is not None:  # pytest's own, a private name: without it, one root as before
+        factory.getbasetemp()
+    os.environ.setdefault(
+        "PYTEST_DEBUG_TEMPROOT", tempfile.mkdtemp(prefix="template-tests-nested-")
+    )
 
 
 # The files whose tests bake and run whole suites, longest first (from `make test`'s --durations).
